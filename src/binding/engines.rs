@@ -1,0 +1,183 @@
+//! Engines live in a per-thread table (each worker thread loading the addon has its own), and
+//! JS refers to them through numeric handles: `engine × 2^41 + key handle`.
+
+use std::cell::RefCell;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use napi::{Error, Result, Status};
+use napi_derive::napi;
+
+use super::codes::*;
+use super::options::{to_options, NativeOptions};
+use crate::engine::{Acquired, Engine, Nanos, RegistryError, Verdict};
+
+const KEY_BITS: u32 = crate::engine::registry::INDEX_BITS + crate::engine::registry::GEN_BITS;
+const KEY_SPAN: f64 = (1u64 << KEY_BITS) as f64;
+/// Handles are exact integers in a double.
+const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+
+thread_local! {
+    static ENGINES: RefCell<Vec<Option<Engine>>> = const { RefCell::new(Vec::new()) };
+}
+
+static ORIGIN: OnceLock<Instant> = OnceLock::new();
+
+/// Monotonic nanoseconds for the engine (+1 s so that 0 never reads as a real time).
+#[inline]
+pub(crate) fn now() -> Nanos {
+    ORIGIN.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1_000_000_000
+}
+
+/// Splits a JS handle into (engine index, key handle); `None` for anything not a valid handle.
+#[inline]
+fn split(handle: f64) -> Option<(usize, u64)> {
+    if !(0.0..=MAX_SAFE).contains(&handle) || handle.fract() != 0.0 {
+        return None;
+    }
+    let h = handle as u64;
+    Some(((h >> KEY_BITS) as usize, h & ((1u64 << KEY_BITS) - 1)))
+}
+
+#[inline]
+fn with_engine<R>(handle: f64, f: impl FnOnce(&mut Engine, u64) -> R) -> Option<R> {
+    let (e, key) = split(handle)?;
+    ENGINES.with(|cell| {
+        let mut engines = cell.borrow_mut();
+        let engine = engines.get_mut(e)?.as_mut()?;
+        Some(f(engine, key))
+    })
+}
+
+pub(crate) fn with_engine_id<R>(id: u32, f: impl FnOnce(&mut Engine) -> R) -> Result<R> {
+    ENGINES.with(|cell| {
+        let mut engines = cell.borrow_mut();
+        match engines.get_mut(id as usize).and_then(Option::as_mut) {
+            Some(engine) => Ok(f(engine)),
+            None => Err(Error::new(Status::InvalidArg, format!("no live engine {id} (was it destroyed?)"))),
+        }
+    })
+}
+
+#[inline]
+fn permit_of(permit: f64) -> Option<u64> {
+    ((0.0..=MAX_SAFE).contains(&permit) && permit.fract() == 0.0).then_some(permit as u64)
+}
+
+#[inline]
+fn acquired_code(a: Acquired) -> f64 {
+    match a {
+        Acquired::Permit(id) => id as f64,
+        Acquired::Queued => QUEUED,
+        Acquired::Rejected(r) => REJECTED_BASE - r as u8 as f64,
+    }
+}
+
+/// Creates an engine from validated options; returns its id.
+#[napi(catch_unwind)]
+pub fn create_engine(options: NativeOptions, seed: Option<f64>) -> Result<u32> {
+    let (policies, registry) = to_options(&options)?;
+    let seed = seed.filter(|s| s.is_finite()).map(|s| s as u64).unwrap_or_else(|| {
+        // No seed: vary per engine so that two processes do not reject in lockstep.
+        now() ^ (&options as *const _ as u64).rotate_left(32)
+    });
+    let engine = Engine::new(policies, registry, seed).map_err(|e| Error::new(Status::InvalidArg, e.message))?;
+    ENGINES.with(|cell| {
+        let mut engines = cell.borrow_mut();
+        if let Some(i) = engines.iter().position(Option::is_none) {
+            engines[i] = Some(engine);
+            return Ok(i as u32);
+        }
+        if engines.len() >= 4096 {
+            return Err(Error::new(Status::GenericFailure, "too many live Resilix instances in this thread (4096)"));
+        }
+        engines.push(Some(engine));
+        Ok((engines.len() - 1) as u32)
+    })
+}
+
+/// Frees an engine (called by a FinalizationRegistry when its Resilix is collected).
+#[napi(catch_unwind)]
+pub fn destroy_engine(id: u32) {
+    ENGINES.with(|cell| {
+        if let Some(slot) = cell.borrow_mut().get_mut(id as usize) {
+            *slot = None;
+        }
+    });
+}
+
+/// Resolves a key to its handle. Returns `REGISTRY_FULL` when every key is busy.
+#[napi(catch_unwind)]
+pub fn resolve_key(id: u32, key: String) -> Result<f64> {
+    let t = now();
+    with_engine_id(id, |engine| match engine.resolve(&key, t) {
+        Ok(r) => Ok(id as f64 * KEY_SPAN + r.handle as f64),
+        Err(RegistryError::Full { .. }) => Ok(REGISTRY_FULL),
+        Err(e @ RegistryError::KeyTooLong { .. }) => Err(Error::new(Status::InvalidArg, e.to_string())),
+    })?
+}
+
+/// Acquire for a new call: a permit (≥ 0), `QUEUED`, a rejection (`-10 - reason`) or `STALE_HANDLE`.
+#[napi(catch_unwind)]
+pub fn acquire(handle: f64) -> f64 {
+    let t = now();
+    with_engine(handle, |e, k| e.acquire(k, t).map_or(STALE_HANDLE, acquired_code)).unwrap_or(STALE_HANDLE)
+}
+
+/// Admit the oldest waiter: a permit, `KEEP_WAITING`, a breaker rejection, or `STALE_HANDLE`.
+#[napi(catch_unwind)]
+pub fn admit_queued(handle: f64) -> f64 {
+    let t = now();
+    with_engine(handle, |e, k| match e.admit_queued(k, t) {
+        Ok(Some(a)) => acquired_code(a),
+        Ok(None) => KEEP_WAITING,
+        Err(_) => STALE_HANDLE,
+    })
+    .unwrap_or(STALE_HANDLE)
+}
+
+/// A waiter left the queue without running: 1 when one was queued, 0 when none, or `STALE_HANDLE`.
+#[napi(catch_unwind)]
+pub fn leave_queue(handle: f64) -> f64 {
+    with_engine(handle, |e, k| e.leave_queue(k).map_or(STALE_HANDLE, |b| b as u8 as f64)).unwrap_or(STALE_HANDLE)
+}
+
+/// Records the first byte of a call: 0, or `STALE_PERMIT` / `STALE_HANDLE`.
+#[napi(catch_unwind)]
+pub fn mark(handle: f64, permit: f64) -> f64 {
+    let t = now();
+    let Some(p) = permit_of(permit) else { return STALE_PERMIT };
+    with_engine(handle, |e, k| match e.mark(k, p, t) {
+        Ok(true) => 0.0,
+        Ok(false) => STALE_PERMIT,
+        Err(_) => STALE_HANDLE,
+    })
+    .unwrap_or(STALE_HANDLE)
+}
+
+/// Settles a permit with a verdict code: the number of waiters that may now run (≥ 0), or
+/// `STALE_PERMIT` (double or stale settle: accounting untouched), `BAD_VERDICT`, `STALE_HANDLE`.
+#[napi(catch_unwind)]
+pub fn settle(handle: f64, permit: f64, verdict: u32) -> f64 {
+    let t = now();
+    let Some(v) = Verdict::from_code(verdict) else { return BAD_VERDICT };
+    let Some(p) = permit_of(permit) else { return STALE_PERMIT };
+    with_engine(handle, |e, k| match e.settle(k, p, v, t) {
+        Ok(Ok(wake)) => wake as f64,
+        Ok(Err(_)) => STALE_PERMIT,
+        Err(_) => STALE_HANDLE,
+    })
+    .unwrap_or(STALE_HANDLE)
+}
+
+/// Live keys of an engine, most recently used first.
+#[napi(catch_unwind)]
+pub fn keys(id: u32) -> Result<Vec<String>> {
+    with_engine_id(id, |e| e.keys().map(str::to_owned).collect())
+}
+
+/// Panics on purpose: proves that a panic surfaces as a JS error (reliability tests).
+#[napi(catch_unwind)]
+pub fn force_panic_for_test() {
+    panic!("forced panic for test");
+}

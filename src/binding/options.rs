@@ -1,0 +1,151 @@
+//! Options as they cross from JS: all optional, defaults applied here from the engine's
+//! `Default`s (spec §6). `index.js` has already checked types; ranges are checked by the
+//! engine's `validate`, which names the option.
+
+use napi::{Error, Result, Status};
+use napi_derive::napi;
+
+use crate::engine::{
+    Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, PolicyOptions, QueueOptions, RegistryOptions,
+};
+
+/// Flat options for one engine. The public, documented shape is `ResilixOptions` in index.d.ts.
+#[napi(object)]
+#[derive(Default)]
+pub struct NativeOptions {
+    /// `false` turns the limiter off. Default true.
+    pub limiter: Option<bool>,
+    /// 'vegas' (default) | 'gradient2' | 'aimd' | 'fixed'.
+    pub algorithm: Option<String>,
+    /// Default 20 (Netflix).
+    pub initial_limit: Option<f64>,
+    /// Default 4 (ours, a guess).
+    pub min_limit: Option<f64>,
+    /// Default 200 (Netflix Gradient2Limit).
+    pub max_limit: Option<f64>,
+    /// Default 0.9 (Envoy, Uber).
+    pub quantile: Option<f64>,
+    /// Default 0.2 (Netflix Gradient2Limit).
+    pub smoothing: Option<f64>,
+    /// Default 1.5 (Netflix Gradient2Limit).
+    pub rtt_tolerance: Option<f64>,
+    /// Default 2000 (Uber).
+    pub window_min_ms: Option<f64>,
+    /// Default 30000 (Uber).
+    pub window_max_ms: Option<f64>,
+    /// Default 50 (failsafe-go).
+    pub min_samples: Option<f64>,
+    /// Default 50 (Uber).
+    pub correlation_window: Option<f64>,
+    /// Default 100 (Envoy).
+    pub update_interval_ms: Option<f64>,
+    /// Default 0.9 (Netflix AIMDLimit).
+    pub backoff_ratio: Option<f64>,
+    /// `false` rejects at the limit. Default true.
+    pub queue: Option<bool>,
+    /// Default 2 (failsafe-go).
+    pub queue_initial_factor: Option<f64>,
+    /// Default 3 (failsafe-go).
+    pub queue_max_factor: Option<f64>,
+    /// `false` turns the breaker off. Default true.
+    pub breaker: Option<bool>,
+    pub breaker_failure_rate: Option<f64>,
+    pub breaker_slow_call_rate: Option<f64>,
+    pub breaker_slow_call_ms: Option<f64>,
+    pub breaker_minimum_calls: Option<f64>,
+    pub breaker_window_ms: Option<f64>,
+    pub breaker_consecutive_failures: Option<f64>,
+    pub breaker_open_ms: Option<f64>,
+    pub breaker_half_open_probes: Option<f64>,
+    /// Maximum concurrent calls per key; absent: no bulkhead.
+    pub bulkhead_max_concurrent: Option<f64>,
+    /// Default 1000 (DESIGN.md).
+    pub max_keys: Option<f64>,
+    /// Default 512 bytes (ours).
+    pub max_key_length: Option<f64>,
+}
+
+fn range_err(msg: String) -> Error {
+    Error::new(Status::InvalidArg, msg)
+}
+
+/// A whole number for an integer option; the engine checks its range afterwards.
+fn int(name: &str, v: Option<f64>, default: u64) -> Result<u64> {
+    match v {
+        None => Ok(default),
+        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 * 1024.0 => Ok(x as u64),
+        Some(x) => Err(range_err(format!("{name} must be a whole number (see its range in the README), got {x}"))),
+    }
+}
+
+fn int32(name: &str, v: Option<f64>, default: u32) -> Result<u32> {
+    let x = int(name, v, default as u64)?;
+    u32::try_from(x).map_err(|_| range_err(format!("{name} is too large, got {x}")))
+}
+
+pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOptions)> {
+    let ld = LimiterOptions::default();
+    let limiter = if o.limiter == Some(false) {
+        None
+    } else {
+        let algorithm = match &o.algorithm {
+            None => ld.algorithm,
+            Some(s) => Algorithm::parse(s).ok_or_else(|| {
+                range_err(format!("algorithm must be one of 'vegas', 'gradient2', 'aimd', 'fixed', got '{s}'"))
+            })?,
+        };
+        let qd = QueueOptions::default();
+        Some(LimiterOptions {
+            algorithm,
+            initial_limit: int32("initialLimit", o.initial_limit, ld.initial_limit)?,
+            min_limit: int32("minLimit", o.min_limit, ld.min_limit)?,
+            max_limit: int32("maxLimit", o.max_limit, ld.max_limit)?,
+            quantile: o.quantile.unwrap_or(ld.quantile),
+            smoothing: o.smoothing.unwrap_or(ld.smoothing),
+            rtt_tolerance: o.rtt_tolerance.unwrap_or(ld.rtt_tolerance),
+            window_min_ms: int("windowMinMs", o.window_min_ms, ld.window_min_ms)?,
+            window_max_ms: int("windowMaxMs", o.window_max_ms, ld.window_max_ms)?,
+            min_samples: int32("minSamples", o.min_samples, ld.min_samples)?,
+            correlation_window: int32("correlationWindow", o.correlation_window, ld.correlation_window)?,
+            update_interval_ms: int("updateIntervalMs", o.update_interval_ms, ld.update_interval_ms)?,
+            backoff_ratio: o.backoff_ratio.unwrap_or(ld.backoff_ratio),
+            queue: if o.queue == Some(false) {
+                None
+            } else {
+                Some(QueueOptions {
+                    initial_factor: o.queue_initial_factor.unwrap_or(qd.initial_factor),
+                    max_factor: o.queue_max_factor.unwrap_or(qd.max_factor),
+                })
+            },
+        })
+    };
+    let bd = BreakerOptions::default();
+    let breaker = if o.breaker == Some(false) {
+        None
+    } else {
+        Some(BreakerOptions {
+            failure_rate: o.breaker_failure_rate.unwrap_or(bd.failure_rate),
+            slow_call_rate: o.breaker_slow_call_rate.unwrap_or(bd.slow_call_rate),
+            slow_call_ms: int("breaker.slowCallMs", o.breaker_slow_call_ms, bd.slow_call_ms)?,
+            minimum_calls: int32("breaker.minimumCalls", o.breaker_minimum_calls, bd.minimum_calls)?,
+            window_ms: int("breaker.windowMs", o.breaker_window_ms, bd.window_ms)?,
+            consecutive_failures: int32(
+                "breaker.consecutiveFailures",
+                o.breaker_consecutive_failures,
+                bd.consecutive_failures,
+            )?,
+            open_ms: int("breaker.openMs", o.breaker_open_ms, bd.open_ms)?,
+            half_open_probes: int32("breaker.halfOpenProbes", o.breaker_half_open_probes, bd.half_open_probes)?,
+        })
+    };
+    let bulkhead = match o.bulkhead_max_concurrent {
+        None => None,
+        v => Some(BulkheadOptions { max_concurrent: int32("bulkhead.maxConcurrent", v, 0)? }),
+    };
+    let rd = RegistryOptions::default();
+    let registry = RegistryOptions {
+        max_keys: int32("maxKeys", o.max_keys, rd.max_keys)?,
+        max_key_length: int32("maxKeyLength", o.max_key_length, rd.max_key_length)?,
+    };
+    Ok((PolicyOptions { breaker, limiter, bulkhead }, registry))
+}

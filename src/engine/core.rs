@@ -1,0 +1,78 @@
+//! The engine: a registry of keys, each with its policy set, and the seeded random source.
+//! Every call takes `now`; nothing here reads a clock, starts a timer or a thread.
+
+use crate::engine::options::{OptionError, PolicyOptions, RegistryOptions};
+use crate::engine::policy_set::{Acquired, KeyStats, StalePermit};
+use crate::engine::registry::{KeyHandle, Registry, RegistryError, Resolved, StaleHandle};
+use crate::engine::rng::SplitMix64;
+use crate::engine::{Nanos, Verdict};
+
+#[derive(Debug)]
+pub struct Engine {
+    registry: Registry,
+    rng: SplitMix64,
+}
+
+impl Engine {
+    /// Validates every option; the error names the option and its range.
+    pub fn new(policies: PolicyOptions, registry: RegistryOptions, seed: u64) -> Result<Engine, OptionError> {
+        policies.validate()?;
+        registry.validate()?;
+        Ok(Engine { registry: Registry::new(registry, policies), rng: SplitMix64::new(seed) })
+    }
+
+    pub fn resolve(&mut self, key: &str, now: Nanos) -> Result<Resolved, RegistryError> {
+        self.registry.resolve(key, now)
+    }
+
+    #[inline]
+    pub fn acquire(&mut self, key: KeyHandle, now: Nanos) -> Result<Acquired, StaleHandle> {
+        let rng = &mut self.rng;
+        Ok(self.registry.get_mut(key)?.acquire(now, rng))
+    }
+
+    /// Admit the oldest waiter of `key` if possible now; `None` when it must keep waiting.
+    #[inline]
+    pub fn admit_queued(&mut self, key: KeyHandle, now: Nanos) -> Result<Option<Acquired>, StaleHandle> {
+        Ok(self.registry.get_mut(key)?.admit_queued(now))
+    }
+
+    /// A waiter gave up (deadline or abort) before running.
+    #[inline]
+    pub fn leave_queue(&mut self, key: KeyHandle) -> Result<bool, StaleHandle> {
+        Ok(self.registry.get_mut(key)?.leave_queue())
+    }
+
+    #[inline]
+    pub fn mark(&mut self, key: KeyHandle, permit: u64, now: Nanos) -> Result<bool, StaleHandle> {
+        Ok(self.registry.get_mut(key)?.mark(permit, now))
+    }
+
+    /// Settle a permit; `Ok(Ok(n))`: n waiters may be admitted now.
+    #[inline]
+    pub fn settle(
+        &mut self,
+        key: KeyHandle,
+        permit: u64,
+        verdict: Verdict,
+        now: Nanos,
+    ) -> Result<Result<u32, StalePermit>, StaleHandle> {
+        Ok(self.registry.get_mut(key)?.settle(permit, verdict, now))
+    }
+
+    pub fn stats(&self, key: KeyHandle, now: Nanos) -> Result<KeyStats, StaleHandle> {
+        Ok(self.registry.get(key)?.stats(now))
+    }
+
+    pub fn stats_by_name(&self, key: &str, now: Nanos) -> Option<KeyStats> {
+        self.registry.find(key).map(|p| p.stats(now))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.registry.keys()
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+}

@@ -1,0 +1,320 @@
+//! Validated policy options. Every default carries its provenance (spec §6); a guess says so.
+//! Validation lives here, once, for the binding, the simulator and the tests alike: an error
+//! names the option and the allowed range.
+
+use std::fmt;
+
+/// Which limit algorithm adapts the concurrency limit (spec §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Default: Uber and Netflix both chose Vegas for this problem (spec §4.1).
+    Vegas,
+    /// Netflix Gradient2 with Envoy's sqrt(limit) headroom (spec §4.2).
+    Gradient2,
+    /// Error-driven fallback, only when selected (spec §4.3).
+    Aimd,
+    /// The limit never moves: `initialLimit` always.
+    Fixed,
+}
+
+impl Algorithm {
+    pub fn parse(s: &str) -> Option<Algorithm> {
+        match s {
+            "vegas" => Some(Algorithm::Vegas),
+            "gradient2" => Some(Algorithm::Gradient2),
+            "aimd" => Some(Algorithm::Aimd),
+            "fixed" => Some(Algorithm::Fixed),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Vegas => "vegas",
+            Algorithm::Gradient2 => "gradient2",
+            Algorithm::Aimd => "aimd",
+            Algorithm::Fixed => "fixed",
+        }
+    }
+}
+
+/// Queue boundaries as factors of the current limit (spec §7, failsafe-go `WithQueueing(2, 3)`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QueueOptions {
+    /// Outstanding calls up to `initialFactor × limit` wait without rejection. Default 2.
+    pub initial_factor: f64,
+    /// Between the two factors the rejection chance rises linearly 0 → 1. Default 3.
+    pub max_factor: f64,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        QueueOptions { initial_factor: 2.0, max_factor: 3.0 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LimiterOptions {
+    pub algorithm: Algorithm,
+    /// 20: Netflix VegasLimit/Gradient2Limit source.
+    pub initial_limit: u32,
+    /// 4: ours, a guess (spec §6): keeps a trickle flowing so recovery is observable.
+    pub min_limit: u32,
+    /// 200: Netflix Gradient2Limit.
+    pub max_limit: u32,
+    /// 0.9: Envoy and Uber defaults, independently (spec §5.2).
+    pub quantile: f64,
+    /// 0.2: Netflix Gradient2Limit.
+    pub smoothing: f64,
+    /// 1.5: Netflix Gradient2Limit.
+    pub rtt_tolerance: f64,
+    /// 2 000 ms: Uber ("minimum interval 2 seconds").
+    pub window_min_ms: u64,
+    /// 30 000 ms: Uber ("maximum 30").
+    pub window_max_ms: u64,
+    /// 50: failsafe-go; adaptive at low traffic (spec §9.1, see README).
+    pub min_samples: u32,
+    /// 50 windows: Uber ("typically lasting 50 intervals").
+    pub correlation_window: u32,
+    /// 100 ms: Envoy "concurrency update interval 0.1s".
+    pub update_interval_ms: u64,
+    /// 0.9: AIMD backoff ratio, Netflix AIMDLimit default (spec §4.3 flags 0.5 as misconfigured).
+    pub backoff_ratio: f64,
+    /// `None` is `queue: false`: reject at the limit with reason `'limit'`.
+    pub queue: Option<QueueOptions>,
+}
+
+impl Default for LimiterOptions {
+    fn default() -> Self {
+        LimiterOptions {
+            algorithm: Algorithm::Vegas,
+            initial_limit: 20,
+            min_limit: 4,
+            max_limit: 200,
+            quantile: 0.9,
+            smoothing: 0.2,
+            rtt_tolerance: 1.5,
+            window_min_ms: 2_000,
+            window_max_ms: 30_000,
+            min_samples: 50,
+            correlation_window: 50,
+            update_interval_ms: 100,
+            backoff_ratio: 0.9,
+            queue: Some(QueueOptions::default()),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BreakerOptions {
+    /// Open when at least this fraction of the window's calls failed. 0.5: resilience4j.
+    pub failure_rate: f64,
+    /// Open when at least this fraction of the window's calls were slow. 0.5: a guess
+    /// (resilience4j uses 1.0, which never trips while a few fast calls remain).
+    pub slow_call_rate: f64,
+    /// A call whose latency (honouring `mark()`) is at least this is slow. 5 000 ms: a guess.
+    pub slow_call_ms: u64,
+    /// Rates are judged only once the window holds this many calls. 20: a guess
+    /// (resilience4j and Polly use 100, which a low-traffic service never reaches).
+    pub minimum_calls: u32,
+    /// The rolling window the rates are computed over. 30 000 ms: Polly's SamplingDuration.
+    pub window_ms: u64,
+    /// Open on this many consecutive failures whatever the volume. 5: cockatiel's
+    /// ConsecutiveBreaker example; the low-traffic backstop.
+    pub consecutive_failures: u32,
+    /// How long the breaker stays open before half-open probes. 10 000 ms: cockatiel's
+    /// `halfOpenAfter` example; a guess between Polly's 5 s and resilience4j's 60 s.
+    pub open_ms: u64,
+    /// Probes admitted while half-open; all must succeed to close. 3: a guess
+    /// (resilience4j uses 10, which takes too long at low traffic).
+    pub half_open_probes: u32,
+}
+
+impl Default for BreakerOptions {
+    fn default() -> Self {
+        BreakerOptions {
+            failure_rate: 0.5,
+            slow_call_rate: 0.5,
+            slow_call_ms: 5_000,
+            minimum_calls: 20,
+            window_ms: 30_000,
+            consecutive_failures: 5,
+            open_ms: 10_000,
+            half_open_probes: 3,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BulkheadOptions {
+    /// Fixed maximum of concurrent calls. No default: a bulkhead is opt-in (`bulkhead: { maxConcurrent }`).
+    pub max_concurrent: u32,
+}
+
+/// The policy set every key gets. `None` turns a policy off.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PolicyOptions {
+    pub breaker: Option<BreakerOptions>,
+    pub limiter: Option<LimiterOptions>,
+    pub bulkhead: Option<BulkheadOptions>,
+}
+
+impl Default for PolicyOptions {
+    fn default() -> Self {
+        PolicyOptions {
+            breaker: Some(BreakerOptions::default()),
+            limiter: Some(LimiterOptions::default()),
+            bulkhead: None,
+        }
+    }
+}
+
+/// Registry bounds (DESIGN.md "Registry").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegistryOptions {
+    /// 1 000 keys: DESIGN.md.
+    pub max_keys: u32,
+    /// 512 UTF-8 bytes: ours. A host name is at most 253; longer keys are refused, not truncated.
+    pub max_key_length: u32,
+}
+
+impl Default for RegistryOptions {
+    fn default() -> Self {
+        RegistryOptions { max_keys: 1_000, max_key_length: 512 }
+    }
+}
+
+/// A bad option: which one, and what range is allowed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionError {
+    pub option: &'static str,
+    pub message: String,
+}
+
+impl fmt::Display for OptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for OptionError {}
+
+fn err(option: &'static str, message: String) -> OptionError {
+    OptionError { option, message }
+}
+
+fn int_range(option: &'static str, v: u64, lo: u64, hi: u64) -> Result<(), OptionError> {
+    if v < lo || v > hi {
+        return Err(err(option, format!("{option} must be an integer from {lo} to {hi}, got {v}")));
+    }
+    Ok(())
+}
+
+fn real_range(option: &'static str, v: f64, lo: f64, hi: f64, lo_open: bool) -> Result<(), OptionError> {
+    let below = if lo_open { v <= lo } else { v < lo };
+    if !v.is_finite() || below || v > hi {
+        let open = if lo_open { "above" } else { "from" };
+        return Err(err(option, format!("{option} must be a number {open} {lo} to {hi}, got {v}")));
+    }
+    Ok(())
+}
+
+/// Upper bound for millisecond options: about 24.8 days, what setTimeout accepts.
+pub const MAX_MS: u64 = 2_147_483_647;
+/// Upper bound for any limit: far above any real upstream, small enough for u32 arithmetic.
+pub const MAX_LIMIT: u64 = 1_000_000;
+
+impl LimiterOptions {
+    pub fn validate(&self) -> Result<(), OptionError> {
+        int_range("minLimit", self.min_limit as u64, 1, MAX_LIMIT)?;
+        int_range("maxLimit", self.max_limit as u64, 1, MAX_LIMIT)?;
+        if self.min_limit > self.max_limit {
+            return Err(err(
+                "minLimit",
+                format!("minLimit ({}) must not exceed maxLimit ({})", self.min_limit, self.max_limit),
+            ));
+        }
+        if self.initial_limit < self.min_limit || self.initial_limit > self.max_limit {
+            return Err(err(
+                "initialLimit",
+                format!(
+                    "initialLimit must be an integer from minLimit ({}) to maxLimit ({}), got {}",
+                    self.min_limit, self.max_limit, self.initial_limit
+                ),
+            ));
+        }
+        real_range("quantile", self.quantile, 0.0, 1.0, true)?;
+        real_range("smoothing", self.smoothing, 0.0, 1.0, true)?;
+        real_range("rttTolerance", self.rtt_tolerance, 1.0, 100.0, false)?;
+        int_range("windowMinMs", self.window_min_ms, 1, MAX_MS)?;
+        int_range("windowMaxMs", self.window_max_ms, 1, MAX_MS)?;
+        if self.window_min_ms > self.window_max_ms {
+            return Err(err(
+                "windowMinMs",
+                format!("windowMinMs ({}) must not exceed windowMaxMs ({})", self.window_min_ms, self.window_max_ms),
+            ));
+        }
+        int_range("minSamples", self.min_samples as u64, 1, 100_000)?;
+        int_range("correlationWindow", self.correlation_window as u64, 2, 1_000)?;
+        int_range("updateIntervalMs", self.update_interval_ms, 0, MAX_MS)?;
+        real_range("backoffRatio", self.backoff_ratio, 0.0, 1.0, true)?;
+        if self.backoff_ratio >= 1.0 {
+            return Err(err("backoffRatio", format!("backoffRatio must be a number above 0 and below 1, got {}", self.backoff_ratio)));
+        }
+        if let Some(q) = self.queue {
+            real_range("queue.initialFactor", q.initial_factor, 1.0, 1_000.0, false)?;
+            real_range("queue.maxFactor", q.max_factor, 1.0, 1_000.0, false)?;
+            if q.max_factor < q.initial_factor {
+                return Err(err(
+                    "queue.maxFactor",
+                    format!(
+                        "queue.maxFactor ({}) must be at least queue.initialFactor ({})",
+                        q.max_factor, q.initial_factor
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl BreakerOptions {
+    pub fn validate(&self) -> Result<(), OptionError> {
+        real_range("breaker.failureRate", self.failure_rate, 0.0, 1.0, true)?;
+        real_range("breaker.slowCallRate", self.slow_call_rate, 0.0, 1.0, true)?;
+        int_range("breaker.slowCallMs", self.slow_call_ms, 1, MAX_MS)?;
+        int_range("breaker.minimumCalls", self.minimum_calls as u64, 1, 1_000_000)?;
+        int_range("breaker.windowMs", self.window_ms, 10, MAX_MS)?;
+        int_range("breaker.consecutiveFailures", self.consecutive_failures as u64, 1, 1_000_000)?;
+        int_range("breaker.openMs", self.open_ms, 1, MAX_MS)?;
+        int_range("breaker.halfOpenProbes", self.half_open_probes as u64, 1, 1_000)?;
+        Ok(())
+    }
+}
+
+impl BulkheadOptions {
+    pub fn validate(&self) -> Result<(), OptionError> {
+        int_range("bulkhead.maxConcurrent", self.max_concurrent as u64, 1, MAX_LIMIT)
+    }
+}
+
+impl PolicyOptions {
+    pub fn validate(&self) -> Result<(), OptionError> {
+        if let Some(b) = &self.breaker {
+            b.validate()?;
+        }
+        if let Some(l) = &self.limiter {
+            l.validate()?;
+        }
+        if let Some(b) = &self.bulkhead {
+            b.validate()?;
+        }
+        Ok(())
+    }
+}
+
+impl RegistryOptions {
+    pub fn validate(&self) -> Result<(), OptionError> {
+        int_range("maxKeys", self.max_keys as u64, 1, 100_000)?;
+        int_range("maxKeyLength", self.max_key_length as u64, 1, 65_536)
+    }
+}

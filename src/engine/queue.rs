@@ -1,0 +1,48 @@
+//! Admission against the limit, with the spec §7 queue shape. Pure: counts in, decision out.
+//!
+//! Counted on total outstanding calls `o = inflight + queued` (the spec's diagram; failsafe-go
+//! counts only waiters, see README): below `L` run at once; up to `initialFactor·L` wait; up to
+//! `maxFactor·L` wait with a rejection chance rising linearly from 0 to 1; beyond, reject.
+
+use crate::engine::options::QueueOptions;
+use crate::engine::rng::SplitMix64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Take a slot now.
+    Run,
+    /// Wait in the caller's FIFO queue.
+    Queue,
+    /// Refused at the limit with no queue configured (`reason: 'limit'`).
+    RejectLimit,
+    /// Refused by the queue's ramp or bound (`reason: 'queue'`).
+    RejectQueue,
+}
+
+/// Decide what a new call does. `rng` is drawn only inside the ramp.
+#[inline]
+pub fn admit(inflight: u32, queued: u32, limit: u32, queue: Option<&QueueOptions>, rng: &mut SplitMix64) -> Admission {
+    // Waiters go first (FIFO): a newcomer runs at once only when nobody is waiting.
+    if queued == 0 && inflight < limit {
+        return Admission::Run;
+    }
+    let Some(q) = queue else {
+        return Admission::RejectLimit;
+    };
+    let outstanding = (inflight + queued) as f64;
+    let l = limit as f64;
+    let wait_bound = q.initial_factor * l;
+    let reject_bound = q.max_factor * l;
+    if outstanding < wait_bound {
+        return Admission::Queue;
+    }
+    if outstanding >= reject_bound {
+        return Admission::RejectQueue;
+    }
+    let p_reject = (outstanding - wait_bound) / (reject_bound - wait_bound);
+    if rng.next_f64() < p_reject {
+        Admission::RejectQueue
+    } else {
+        Admission::Queue
+    }
+}

@@ -5,12 +5,12 @@
 
 const { AsyncResource } = require('node:async_hooks')
 const {
-  native, QUEUED, STALE_HANDLE, KEEP_WAITING, REGISTRY_FULL, REASONS, SLOT_SPAN, BREAKER_STATES, mapNativeError,
+  native, clockCell, QUEUED, STALE_HANDLE, KEEP_WAITING, REGISTRY_FULL, REASONS, SLOT_SPAN, BREAKER_STATES, mapNativeError,
 } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError } = require('./lib/errors')
 const V = require('./lib/verdicts')
 const { normalize, timeoutOption, describe } = require('./lib/options')
-const { Deadlines, performance } = require('./lib/deadlines')
+const { Deadlines } = require('./lib/deadlines')
 const { Call, WAITING, RUNNING, DONE } = require('./lib/call')
 const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
@@ -242,13 +242,12 @@ class Resilix {
 
   /** A call with a deadline, a caller signal, or a wait in the queue: our own promise. */
   _guarded(call, running) {
-    const promise = new Promise((resolve, reject) => {
-      call._resolve = resolve
-      call._reject = reject
-    })
+    capturing = call
+    const promise = new Promise(capture)
     if (call._timeoutMs !== undefined) {
       if (this._deadlines === null) this._deadlines = new Deadlines((c) => this._expire(c))
-      this._deadlines.add(call, call._timeoutMs, performance.now())
+      // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
+      this._deadlines.add(call, call._timeoutMs, clockCell[0])
     }
     const signal = call._callerSignal
     if (signal !== undefined) {
@@ -482,6 +481,15 @@ class Resilix {
       this._events.emit('breaker', { key: ks.name, state: BREAKER_STATES[state], previous: BREAKER_STATES[prevState] })
     }
   }
+}
+
+// The call whose promise is being created: `new Promise(capture)` stores the resolvers on it
+// without allocating an executor closure per call (the executor runs synchronously).
+let capturing = null
+function capture(resolve, reject) {
+  capturing._resolve = resolve
+  capturing._reject = reject
+  capturing = null
 }
 
 function isSignal(s) {

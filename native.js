@@ -576,7 +576,6 @@ if (!nativeBinding) {
 }
 
 module.exports = nativeBinding
-module.exports.acquire = nativeBinding.acquire
 module.exports.admitQueued = nativeBinding.admitQueued
 module.exports.createEngine = nativeBinding.createEngine
 module.exports.destroyEngine = nativeBinding.destroyEngine
@@ -584,7 +583,7 @@ module.exports.forcePanicForTest = nativeBinding.forcePanicForTest
 module.exports.keys = nativeBinding.keys
 module.exports.leaveQueue = nativeBinding.leaveQueue
 module.exports.mark = nativeBinding.mark
+module.exports.nowMs = nativeBinding.nowMs
 module.exports.observe = nativeBinding.observe
 module.exports.resolveKey = nativeBinding.resolveKey
-module.exports.settle = nativeBinding.settle
 module.exports.stats = nativeBinding.stats

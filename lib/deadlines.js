@@ -4,7 +4,9 @@
 // allocation per call: the links live on the call). One unref'd timer is armed for the earliest
 // head; it never keeps the process alive (cockatiel #11).
 
-const { performance } = require('node:perf_hooks')
+// Time is the engine's clock in ms (lib/native.js clockCell / nowMs), not performance.now():
+// add() receives the time of the acquire that started the call, so a call reads no clock.
+const { nowMs } = require('../native.js')
 
 class DeadlineList {
   constructor(ms) {
@@ -25,7 +27,7 @@ class Deadlines {
     this.fire = this.fire.bind(this)
   }
 
-  /** Starts `call`'s deadline `ms` from `now` (performance.now() time). */
+  /** Starts `call`'s deadline `ms` from `now` (the engine clock, ms). */
   add(call, ms, now) {
     let list = this.lists.get(ms)
     if (list === undefined) {
@@ -56,13 +58,16 @@ class Deadlines {
     call._dlist = null
     call._dprev = null
     call._dnext = null
-    if (list.head === null) this.lists.delete(list.ms)
+    // An emptied list stays in the map: sequential calls would otherwise delete and recreate it
+    // on every call (a Map delete + set + allocation, the costliest step of a timed call).
+    // fire() drops the lists that are still empty, so the map stays bounded by the timeoutMs
+    // values seen within one timer period.
   }
 
   arm(at, now) {
     if (this.timer !== null) clearTimeout(this.timer)
     this.armedAt = at
-    // +1: setTimeout may fire a fraction of a millisecond early by performance.now().
+    // +1: setTimeout may fire a fraction of a millisecond early by the engine's clock.
     this.timer = setTimeout(this.fire, Math.max(0, Math.ceil(at - now)) + 1)
     this.timer.unref()
   }
@@ -70,7 +75,7 @@ class Deadlines {
   fire() {
     this.timer = null
     this.armedAt = Infinity
-    const now = performance.now()
+    const now = nowMs()
     let next = Infinity
     for (const list of this.lists.values()) {
       let call = list.head
@@ -79,10 +84,11 @@ class Deadlines {
         this.onExpire(call)
         call = list.head
       }
-      if (call !== null && call._deadline < next) next = call._deadline
+      if (call === null) this.lists.delete(list.ms)
+      else if (call._deadline < next) next = call._deadline
     }
-    if (next !== Infinity && next < this.armedAt) this.arm(next, performance.now())
+    if (next !== Infinity && next < this.armedAt) this.arm(next, nowMs())
   }
 }
 
-module.exports = { Deadlines, performance }
+module.exports = { Deadlines }

@@ -5,6 +5,11 @@ const native = require('../native.js')
 
 module.exports = {
   native,
+  /**
+   * A Float64Array of one: the engine's clock in ms as of the latest `acquire` on this thread
+   * (src/binding/hot.rs). Deadlines start from it, so a timed call reads no clock of its own.
+   */
+  clockCell: native.clockCell,
   QUEUED: -1,
   STALE_HANDLE: -2,
   KEEP_WAITING: -3,

@@ -7,5 +7,8 @@
 
 mod codes;
 mod engines;
+mod hot;
 mod options;
+#[cfg(feature = "probes")]
+mod probes;
 mod stats;

@@ -1,0 +1,237 @@
+//! The hot path as raw N-API callbacks: `acquire(handle)` and `settle(handle, permit, verdict)`.
+//!
+//! napi-derive's generated wrapper costs about 8 ns more per call than a hand-written callback
+//! (bench/napi-probes.mjs, BENCHMARKS.md), and these two run twice per protected call. They
+//! keep the derive functions' contract exactly: a number that is not a valid handle, permit or
+//! verdict is a negative code (codes.rs); a value of the wrong JS type throws an Error with
+//! code `NumberExpected` and a "Failed to convert" message, as napi-rs's conversion does; a
+//! panic is caught (`catch_unwind`) and thrown as a JS Error, never unwinding into Node.
+//!
+//! The clock cell: every acquire also stores its `now` (in ms) into a one-element Float64Array
+//! that JS reads to start a deadline, so a timed call needs no `performance.now()` of its own.
+
+use std::cell::Cell;
+use std::ffi::{c_void, CStr};
+use std::ptr;
+
+use napi::bindgen_prelude::{JsValue, Object};
+use napi::{sys, Env, Result};
+use napi_derive::napi;
+
+use super::codes::*;
+use super::engines::{acquired_code, now, permit_of, with_engine};
+use crate::engine::{Nanos, Verdict};
+
+thread_local! {
+    /// The clock cell's memory (an ArrayBuffer held by a never-released reference), or null
+    /// before the module was initialised on this thread or after its environment was torn down.
+    static CLOCK_CELL: Cell<*mut f64> = const { Cell::new(ptr::null_mut()) };
+}
+
+#[inline]
+fn publish(t: Nanos) {
+    CLOCK_CELL.with(|c| {
+        let p = c.get();
+        if !p.is_null() {
+            // SAFETY: p points into an ArrayBuffer kept alive by a strong reference until the
+            // environment's cleanup hook nulls the cell.
+            unsafe { *p = t as f64 * 1e-6 }
+        }
+    });
+}
+
+/// The engine clock in ms, the time base of the clock cell (for the deadline timer).
+#[napi(catch_unwind)]
+pub fn now_ms() -> f64 {
+    now() as f64 * 1e-6
+}
+
+fn acquire_impl(handle: f64) -> f64 {
+    let t = now();
+    publish(t);
+    with_engine(handle, |e, k| {
+        e.acquire(k, t).map_or(STALE_HANDLE, acquired_code)
+    })
+    .unwrap_or(STALE_HANDLE)
+}
+
+fn settle_impl(handle: f64, permit: f64, verdict: f64) -> f64 {
+    let t = now();
+    // A verdict is a small integer code; NaN, fractions and out-of-range values are refused.
+    if !(0.0..=u8::MAX as f64).contains(&verdict) || verdict.fract() != 0.0 {
+        return BAD_VERDICT;
+    }
+    let Some(v) = Verdict::from_code(verdict as u32) else {
+        return BAD_VERDICT;
+    };
+    let Some(p) = permit_of(permit) else {
+        return STALE_PERMIT;
+    };
+    with_engine(handle, |e, k| match e.settle(k, p, v, t) {
+        Ok(Ok(wake)) => wake as f64,
+        Ok(Err(_)) => STALE_PERMIT,
+        Err(_) => STALE_HANDLE,
+    })
+    .unwrap_or(STALE_HANDLE)
+}
+
+unsafe fn throw(env: sys::napi_env, code: &CStr, msg: &str) -> sys::napi_value {
+    let msg = std::ffi::CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    sys::napi_throw_error(env, code.as_ptr(), msg.as_ptr());
+    ptr::null_mut()
+}
+
+unsafe fn number_expected(env: sys::napi_env) -> sys::napi_value {
+    throw(
+        env,
+        c"NumberExpected",
+        "Failed to convert napi value into rust type `f64`",
+    )
+}
+
+unsafe fn panicked(env: sys::napi_env, e: Box<dyn std::any::Any + Send>) -> sys::napi_value {
+    let msg = match (e.downcast_ref::<String>(), e.downcast_ref::<&str>()) {
+        (Some(s), _) => s.clone(),
+        (_, Some(s)) => (*s).to_owned(),
+        _ => "panic from Rust code".to_owned(),
+    };
+    // Dropping a payload may itself panic; leak it rather than unwind into Node.
+    std::mem::forget(e);
+    throw(env, c"GenericFailure", &msg)
+}
+
+/// Reads `N` numeric arguments; `None` after throwing NumberExpected.
+#[inline]
+unsafe fn numbers<const N: usize>(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> Option<[f64; N]> {
+    let mut argc = N;
+    let mut argv = [ptr::null_mut(); N];
+    let status = sys::napi_get_cb_info(
+        env,
+        info,
+        &mut argc,
+        argv.as_mut_ptr(),
+        ptr::null_mut(),
+        ptr::null_mut(),
+    );
+    if status != sys::Status::napi_ok {
+        throw(
+            env,
+            c"GenericFailure",
+            "Failed to initialize napi function call.",
+        );
+        return None;
+    }
+    let mut out = [0f64; N];
+    for i in 0..N {
+        // Missing arguments read as undefined, which is not a number: NumberExpected.
+        if sys::napi_get_value_double(env, argv[i], &mut out[i]) != sys::Status::napi_ok {
+            number_expected(env);
+            return None;
+        }
+    }
+    Some(out)
+}
+
+#[inline]
+unsafe fn number(env: sys::napi_env, x: f64) -> sys::napi_value {
+    let mut out = ptr::null_mut();
+    sys::napi_create_double(env, x, &mut out);
+    out
+}
+
+/// `acquire(handle)`: see engines.rs for the codes.
+unsafe extern "C" fn acquire_cb(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    let Some([h]) = numbers::<1>(env, info) else {
+        return ptr::null_mut();
+    };
+    match std::panic::catch_unwind(|| acquire_impl(h)) {
+        Ok(x) => number(env, x),
+        Err(e) => panicked(env, e),
+    }
+}
+
+/// `settle(handle, permit, verdict)`: see engines.rs for the codes.
+unsafe extern "C" fn settle_cb(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    let Some([h, p, v]) = numbers::<3>(env, info) else {
+        return ptr::null_mut();
+    };
+    match std::panic::catch_unwind(|| settle_impl(h, p, v)) {
+        Ok(x) => number(env, x),
+        Err(e) => panicked(env, e),
+    }
+}
+
+unsafe extern "C" fn clear_clock_cell(_arg: *mut c_void) {
+    CLOCK_CELL.with(|c| c.set(ptr::null_mut()));
+}
+
+unsafe fn define(
+    env: sys::napi_env,
+    exports: sys::napi_value,
+    name: &CStr,
+    cb: sys::napi_callback,
+) -> Result<()> {
+    let mut f = ptr::null_mut();
+    napi::check_status!(sys::napi_create_function(
+        env,
+        name.as_ptr(),
+        name.count_bytes() as isize,
+        cb,
+        ptr::null_mut(),
+        &mut f
+    ))?;
+    napi::check_status!(sys::napi_set_named_property(env, exports, name.as_ptr(), f))
+}
+
+/// Runs once per environment (main thread, each worker) when the addon is loaded. napi-rs keeps
+/// a single `module_exports` hook per addon: anything else to register goes through here.
+#[napi(module_exports)]
+pub fn init_hot_path(exports: Object, env: Env) -> Result<()> {
+    unsafe {
+        let env = env.raw();
+        let exports = exports.raw();
+        define(env, exports, c"acquire", Some(acquire_cb))?;
+        define(env, exports, c"settle", Some(settle_cb))?;
+        #[cfg(feature = "probes")]
+        super::probes::register(env, exports);
+        let mut data = ptr::null_mut();
+        let mut buffer = ptr::null_mut();
+        napi::check_status!(sys::napi_create_arraybuffer(env, 8, &mut data, &mut buffer))?;
+        let mut cell = ptr::null_mut();
+        napi::check_status!(sys::napi_create_typedarray(
+            env,
+            sys::TypedarrayType::float64_array,
+            1,
+            buffer,
+            0,
+            &mut cell
+        ))?;
+        // Never released: the memory must outlive every acquire on this thread.
+        let mut reference = ptr::null_mut();
+        napi::check_status!(sys::napi_create_reference(env, buffer, 1, &mut reference))?;
+        napi::check_status!(sys::napi_set_named_property(
+            env,
+            exports,
+            c"clockCell".as_ptr(),
+            cell
+        ))?;
+        let p = data as *mut f64;
+        *p = now() as f64 * 1e-6;
+        CLOCK_CELL.with(|c| c.set(p));
+        napi::check_status!(sys::napi_add_env_cleanup_hook(
+            env,
+            Some(clear_clock_cell),
+            ptr::null_mut()
+        ))?;
+    }
+    Ok(())
+}

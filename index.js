@@ -11,7 +11,7 @@ const { RejectedError, TimeoutError, isRejectedError, isTimeoutError } = require
 const V = require('./lib/verdicts')
 const { normalize, timeoutOption, describe } = require('./lib/options')
 const { Deadlines } = require('./lib/deadlines')
-const { Call, WAITING, RUNNING, DONE } = require('./lib/call')
+const { Call, GuardedCall, WAITING, RUNNING, DONE } = require('./lib/call')
 const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
 
@@ -89,13 +89,15 @@ class Resilix {
     if (ks === null) return Promise.reject(this._rejected('registry', key))
     const p = this._acquire(ks)
     if (p >= 0) {
-      const call = new Call(this, ks, fn, timeoutMs, signal)
+      const call = timeoutMs === undefined && signal === undefined
+        ? new Call(this, ks, fn, undefined, undefined)
+        : new GuardedCall(this, ks, fn, timeoutMs, signal)
       call._permit = p
       call._state = RUNNING
       if (timeoutMs === undefined && signal === undefined) return this._runPlain(call)
       return this._guarded(call, true)
     }
-    if (p === QUEUED) return this._guarded(new Call(this, ks, fn, timeoutMs, signal), false)
+    if (p === QUEUED) return this._guarded(new GuardedCall(this, ks, fn, timeoutMs, signal), false)
     return Promise.reject(this._rejected(REASONS[-10 - p], key))
   }
 
@@ -130,7 +132,7 @@ class Resilix {
     if (ks === null) return Promise.reject(this._rejected('registry', key))
     const p = this._acquire(ks)
     if (p >= 0) return Promise.resolve(new Permit(this, ks, p))
-    if (p === QUEUED) return this._guarded(new Call(this, ks, null, timeoutMs, signal), false)
+    if (p === QUEUED) return this._guarded(new GuardedCall(this, ks, null, timeoutMs, signal), false)
     return Promise.reject(this._rejected(REASONS[-10 - p], key))
   }
 

@@ -24,7 +24,7 @@ thread_local! {
 }
 
 /// Monotonic nanoseconds for the engine: CLOCK_MONOTONIC read directly on unix (8 ns cheaper
-/// per read than `Instant::elapsed`, bench/napi-probes.mjs; two reads per protected call). It
+/// per read than `Instant::elapsed`, benches/node/napi-probes.mjs; two reads per protected call). It
 /// counts from boot, so 0 never reads as a real time, and it is the clock of `performance.now()`.
 #[cfg(unix)]
 #[inline]

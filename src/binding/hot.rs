@@ -1,7 +1,7 @@
 //! The hot path as raw N-API callbacks: `acquire(handle)` and `settle(handle, permit, verdict)`.
 //!
 //! napi-derive's generated wrapper costs about 8 ns more per call than a hand-written callback
-//! (bench/napi-probes.mjs, BENCHMARKS.md), and these two run twice per protected call. They
+//! (benches/node/napi-probes.mjs, BENCHMARKS.md), and these two run twice per protected call. They
 //! keep the derive functions' contract exactly: a number that is not a valid handle, permit or
 //! verdict is a negative code (codes.rs); a value of the wrong JS type throws an Error with
 //! code `NumberExpected` and a "Failed to convert" message, as napi-rs's conversion does; a

@@ -1,5 +1,5 @@
 //! Measurement probes (feature `probes`, never in the shipped addon): the pieces of one hot-path
-//! crossing, each as its own function, so that `bench/napi-probes.mjs` can attribute the cost.
+//! crossing, each as its own function, so that `benches/node/napi-probes.mjs` can attribute the cost.
 
 use std::ptr;
 

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 const require = createRequire(import.meta.url)
-const { Resilix } = require('../index.js')
+const { Resilix } = require('../../index.js')
 const cockatiel = require('cockatiel')
 const CircuitBreaker = require('opossum')
 const { default: pLimit } = await import('p-limit')

@@ -1,14 +1,14 @@
 // Attributes the cost of one hot-path crossing: the napi-derive wrapper, catch_unwind, the
 // clock, the engine table, the engine's work. Needs the addon built with `--features probes`:
 //   npx napi build --platform --release --features probes --output-dir /tmp/probes
-//   node bench/napi-probes.mjs /tmp/probes/resilix.linux-x64-gnu.node
+//   node benches/node/napi-probes.mjs /tmp/probes/resilix.linux-x64-gnu.node
 // Interleaved rounds; prints the median ns per call of each probe.
 import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
 const path = process.argv[2]
 if (!path) {
-  console.error('usage: node bench/napi-probes.mjs <addon built with --features probes>')
+  console.error('usage: node benches/node/napi-probes.mjs <addon built with --features probes>')
   process.exit(2)
 }
 const n = require(path)

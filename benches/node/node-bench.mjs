@@ -7,6 +7,8 @@
 // Times are the CPU time of this process (process.cpuUsage), not wall time: the machine these
 // numbers come from is shared, and time slices lost to other processes are not our cost.
 // Set BENCH_WALL=1 to use wall time instead. BENCH_QUICK=1 runs a short smoke version.
+// BENCH_BASELINE=/path/to/other/checkout/index.js adds that build's rows, interleaved with
+// these (a before/after comparison in one process: across processes this machine varies ±30 %).
 import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
 
@@ -32,6 +34,8 @@ function nowNs() {
 
 /** The function every contender runs: the cheapest real async function. */
 const work = async () => 1
+
+const baseline = process.env.BENCH_BASELINE ? require(process.env.BENCH_BASELINE).Resilix : null
 
 /**
  * Each contender: `make()` builds a fresh instance and returns `run`, a function returning the
@@ -63,6 +67,24 @@ const contenders = [
       return () => rx.execute(work)
     },
   },
+  ...(baseline === null
+    ? []
+    : [
+        {
+          name: 'BASELINE full stack',
+          make: () => {
+            const rx = new baseline({ initialLimit: 100, bulkhead: { maxConcurrent: 100 }, timeoutMs: 10_000 })
+            return () => rx.execute(work)
+          },
+        },
+        {
+          name: 'BASELINE limiter only',
+          make: () => {
+            const rx = new baseline({ breaker: false, initialLimit: 100 })
+            return () => rx.execute(work)
+          },
+        },
+      ]),
   {
     name: 'cockatiel bulkhead(100)',
     make: () => {
@@ -190,7 +212,7 @@ if (typeof globalThis.gc === 'function') {
 // ---- report --------------------------------------------------------------------------------
 const clock = WALL ? 'wall' : 'CPU'
 console.log(`resilix node bench: Node ${process.version}, ${clock} time, ${ROUNDS} interleaved rounds`)
-console.log(`  per call: ${SEQ_CALLS} sequential awaited calls per round (cockatiel wrap: ${calls(contenders[6], SEQ_CALLS)})`)
+console.log(`  per call: ${SEQ_CALLS} sequential awaited calls per round (cockatiel wrap: ${calls(contenders.find((c) => c.scale), SEQ_CALLS)})`)
 console.log(`  throughput: ${CONCURRENCY} concurrent callers, ${TPUT_CALLS} calls per round`)
 console.log(`  heap: retained after ${HEAP_CALLS} calls, ${CONCURRENCY} concurrent callers, after gc()${heap.every(Number.isNaN) ? ' (skipped: run with --expose-gc)' : ''}`)
 console.log('')

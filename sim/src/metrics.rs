@@ -183,9 +183,9 @@ fn some(x: f64) -> Option<f64> {
 pub fn compute(run: &Run) -> Vec<Metric> {
     let end = run.end_s();
     match run.sc.measure {
-        Measure::Steady { from, to } => {
+        Measure::Steady { since, from, to } => {
             let m = run.mean_limit(from, to);
-            let conv = run.settle_s(0.0, to, m);
+            let conv = run.settle_s(since, to, m);
             vec![
                 (
                     "meanLimitOverCapacity",

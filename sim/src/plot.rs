@@ -162,18 +162,27 @@ pub fn write_svg(r: &ScenarioResult, dir: &Path) -> Res {
         .draw()?;
     for row in r.rows.iter().rev() {
         let w = if row.row.name() == "vegas" { 3 } else { 1 };
-        let pts: Vec<(f64, f64)> = row
-            .series
-            .p90_ms
-            .iter()
-            .enumerate()
-            .filter(|(_, y)| y.is_finite() && **y > 0.0)
-            .map(|(i, &y)| (i as f64, y))
-            .collect();
-        ch.draw_series(LineSeries::new(
-            pts,
-            ShapeStyle::from(&colour(row.row)).stroke_width(w),
-        ))?;
+        // One line per stretch with calls: no line across seconds in which nothing ended.
+        let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+        for (i, &y) in row.series.p90_ms.iter().enumerate() {
+            if y.is_finite() && y > 0.0 {
+                runs.last_mut().unwrap().push((i as f64, y));
+            } else if !runs.last().unwrap().is_empty() {
+                runs.push(Vec::new());
+            }
+        }
+        for pts in runs.into_iter().filter(|r| !r.is_empty()) {
+            let style = ShapeStyle::from(&colour(row.row)).stroke_width(w);
+            if pts.len() == 1 {
+                // A lone second (low traffic): a dot, since a one-point line draws nothing.
+                ch.draw_series(
+                    pts.into_iter()
+                        .map(|p| Circle::new(p, 2 + w, style.filled())),
+                )?;
+            } else {
+                ch.draw_series(LineSeries::new(pts, style))?;
+            }
+        }
     }
     root.present()?;
     Ok(())

@@ -101,8 +101,9 @@ pub enum Change {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Measure {
     /// Steady state over `[from, to)` seconds: limit/C, oscillation, goodput, p90, shed,
-    /// convergence (time to stay within ±20 % of the steady mean, counted from t = 0).
+    /// convergence (time to stay within ±20 % of the steady mean, counted from `since`).
     Steady {
+        since: f64,
         from: f64,
         to: f64,
     },
@@ -174,6 +175,7 @@ pub fn all() -> Vec<Scenario> {
         "C=50, S=50ms, N=200 closed loop: the limit finds C and holds",
         300.0,
         Measure::Steady {
+            since: 0.0,
             from: 150.0,
             to: 300.0,
         },
@@ -280,6 +282,7 @@ pub fn all() -> Vec<Scenario> {
         "Netflix #37/#34: 0.5% of calls answer in 1ms (a cache hit)",
         300.0,
         Measure::Steady {
+            since: 0.0,
             from: 150.0,
             to: 300.0,
         },
@@ -295,6 +298,7 @@ pub fn all() -> Vec<Scenario> {
         "Netflix #165: N=400 for 600s, the baseline probe only ever sees loaded samples",
         600.0,
         Measure::Steady {
+            since: 0.0,
             from: 300.0,
             to: 600.0,
         },
@@ -345,6 +349,7 @@ pub fn all() -> Vec<Scenario> {
         "Netflix PR #134: open loop at 1.1 x capacity for 600s",
         600.0,
         Measure::Steady {
+            since: 0.0,
             from: 300.0,
             to: 600.0,
         },
@@ -378,6 +383,7 @@ pub fn all() -> Vec<Scenario> {
         "failsafe-go #127: C=50 -> 10 for 20 minutes (200-1400s)",
         1400.0,
         Measure::Steady {
+            since: 200.0,
             from: 800.0,
             to: 1400.0,
         },
@@ -390,6 +396,7 @@ pub fn all() -> Vec<Scenario> {
         "Envoy #38338: starts behind a 20s backlog in the upstream",
         300.0,
         Measure::Steady {
+            since: 0.0,
             from: 150.0,
             to: 300.0,
         },

@@ -281,6 +281,12 @@ impl<'a> World<'a> {
         call.state = State::Running;
         call.permit = permit;
         call.admitted = self.now;
+        if !call.background {
+            // The breaker watches alongside as the policy set would ask it (outermost first),
+            // but never refuses: it only says when it would have opened. Closed, it says yes.
+            let c = call.client as usize;
+            let _ = self.clients[c].breaker.try_acquire(self.now);
+        }
         self.dispatch(id);
     }
 
@@ -323,8 +329,6 @@ impl<'a> World<'a> {
 
     fn watch_breaker(&mut self, c: usize, verdict: Verdict, latency_ns: u64) {
         let cl = &mut self.clients[c];
-        // An observer: it never refuses a call. `try_acquire` on a closed breaker only says yes.
-        let _ = cl.breaker.try_acquire(self.now);
         cl.breaker.on_result(self.now, verdict, latency_ns, false);
         if cl.breaker.state(self.now) != BreakerState::Closed {
             self.trace.breaker_trips.push(self.now);

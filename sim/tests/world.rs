@@ -83,10 +83,28 @@ fn netflix_vegas_behaves_like_reference_md_windowed_vegas() {
 }
 
 #[test]
-fn every_scenario_runs_and_reports_finite_metrics_for_the_static_row() {
-    // Only the cheap ones in the dev profile; `resilix-sim` runs them all.
-    for name in ["production", "low-traffic", "streaming"] {
-        let m = metrics_of(&scenario(name), STATIC, 1);
-        assert!(!m.is_empty());
+fn every_scenario_runs_for_the_vegas_row_with_metrics_in_physical_bounds() {
+    // Whatever the algorithm does, a metric outside these bounds is a simulator bug.
+    let vegas = Row::Resilix(Algorithm::Vegas);
+    for sc in scenario::all() {
+        let m = metrics_of(&sc, vegas, 1);
+        assert!(!m.is_empty(), "{}", sc.name);
+        for (name, v) in &m {
+            let Some(v) = *v else { continue };
+            assert!(
+                v.is_finite() && v >= 0.0 || name.ends_with("BreakerS"),
+                "{}: {name} = {v}",
+                sc.name
+            );
+            if name.ends_with("Pct") && *name != "oscillationPct" {
+                assert!(v <= 103.0, "{}: {name} = {v}", sc.name);
+            }
+            if *name == "recovered" {
+                assert!(v == 0.0 || v == 1.0, "{}: {name} = {v}", sc.name);
+            }
+            if *name == "jain" {
+                assert!((0.1..=1.0 + 1e-9).contains(&v), "{}: {name} = {v}", sc.name);
+            }
+        }
     }
 }

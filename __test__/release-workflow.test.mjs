@@ -95,3 +95,11 @@ test('publish: only on a v* tag, after every test, via napi artifacts and pre-pu
   assert.equal(job.permissions['id-token'], 'write')
   assert.match(script, /require\('\.\/package\.json'\)\.version/, 'the tag must equal the package version')
 })
+
+// `napi build --use-napi-cross` loads the @napi-rs/cross-toolchain package; CI installs devDependencies only.
+const hasCross = Boolean(pkg.devDependencies?.['@napi-rs/cross-toolchain'])
+test('the --use-napi-cross builds have their toolchain package in devDependencies', {
+  todo: !hasCross && 'add @napi-rs/cross-toolchain to devDependencies (the integrator adds npm packages)',
+}, () => {
+  assert.ok(hasCross)
+})

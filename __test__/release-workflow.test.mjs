@@ -99,7 +99,7 @@ test('publish: only on a v* tag, after every test, via napi artifacts and pre-pu
 // `napi build --use-napi-cross` loads the @napi-rs/cross-toolchain package; CI installs devDependencies only.
 const hasCross = Boolean(pkg.devDependencies?.['@napi-rs/cross-toolchain'])
 test('the --use-napi-cross builds have their toolchain package in devDependencies', {
-  todo: !hasCross && 'add @napi-rs/cross-toolchain to devDependencies (the integrator adds npm packages)',
+  skip: !hasCross && 'TODO(integrator): add @napi-rs/cross-toolchain to devDependencies; release.yml needs it',
 }, () => {
   assert.ok(hasCross)
 })

@@ -379,7 +379,7 @@ fn a_clock_that_goes_backwards_reads_as_standing_still() {
 
 #[test]
 fn defaults_are_the_documented_ones() {
-    // README and ADR 0201 state these; the simulator's production scenario depends on them.
+    // README and ADR 0200 state these; the simulator's production scenario depends on them.
     let o = BreakerOptions::default();
     assert_eq!(
         (o.failure_rate, o.slow_call_rate, o.slow_call_ms, o.minimum_calls, o.window_ms),
@@ -392,4 +392,35 @@ fn defaults_are_the_documented_ones() {
 #[test]
 fn breaker_stays_small() {
     assert!(std::mem::size_of::<Breaker>() <= 512, "breaker is {} bytes", std::mem::size_of::<Breaker>());
+}
+
+#[test]
+fn shadow_breaker_reports_when_the_slow_call_condition_trips() {
+    // The production incident shape (SCENARIOS.md): 60 calls/s at 350 ms until 200 s, then the
+    // upstream (50 concurrent) takes 10.4 s per call with no errors, so slow results arrive at
+    // ~4.8/s from 210.4 s while the fast ones age out of the 30 s window. On the defaults the
+    // slow-call rate reaches 50 % when 4.8 (t - 210.4) ≈ 60 (230 - t): t ≈ 228.5 s. The bucketed
+    // window drops fast calls up to 3 s early, so it trips a little sooner.
+    let mut events: Vec<(u64, u64)> = Vec::new(); // (settle time ms, latency ms)
+    for k in 0..(200 * 60) {
+        let start = k * 1_000 / 60;
+        events.push((start + 350, 350));
+    }
+    for j in 0..400u64 {
+        events.push((210_400 + j * 1_000 * 10 / 48, 10_400));
+    }
+    events.sort();
+    let mut b = Breaker::new(&BreakerOptions::default());
+    let mut tripped_at = None;
+    for (at, lat) in events {
+        if let Some(cause) = b.observe(ms(at), Verdict::Success, lat * NANOS_PER_MS) {
+            tripped_at = Some((at, cause));
+            break;
+        }
+    }
+    let (at, cause) = tripped_at.expect("the slow-call condition must trip");
+    assert_eq!(cause, TripCause::SlowCallRate);
+    assert!((224_000..=229_000).contains(&at), "tripped at {at} ms");
+    // Nothing tripped before the change.
+    assert!(at > 210_000);
 }

@@ -228,6 +228,19 @@ impl Breaker {
         }
     }
 
+    /// Feed one result of a call the breaker did not gate (not a probe) and say whether this
+    /// result opened it. For the simulator: a *shadow* breaker fed every settled call tells
+    /// when the breaker's conditions (e.g. `TripCause::SlowCallRate` on the defaults) would
+    /// have tripped, without refusing anything. Same rules as [`on_result`](Self::on_result).
+    pub fn observe(&mut self, now: Nanos, verdict: Verdict, latency_ns: u64) -> Option<TripCause> {
+        let seq = self.transitions();
+        self.on_result(now, verdict, latency_ns, 0);
+        match self.last {
+            Some(t) if t.seq != seq && t.to == BreakerState::Open => t.cause,
+            _ => None,
+        }
+    }
+
     #[inline]
     fn epoch(&self, now: Nanos) -> u64 {
         now / self.bucket_ns + 1

@@ -42,7 +42,7 @@ enum Op {
     Settle(usize, usize, Verdict),
     SettleAgain(usize, usize, Verdict),
     SettleRandom(usize, u64, Verdict),
-    OldHandle(usize, usize),
+    OldHandle(usize),
     Tick(Clock),
 }
 
@@ -69,7 +69,7 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (k.clone(), any::<usize>(), verdict()).prop_map(|(k, i, v)| Op::Settle(k, i, v)),
         1 => (k.clone(), any::<usize>(), verdict()).prop_map(|(k, i, v)| Op::SettleAgain(k, i, v)),
         1 => (k.clone(), any::<u64>(), verdict()).prop_map(|(k, id, v)| Op::SettleRandom(k, id, v)),
-        1 => (k, any::<usize>()).prop_map(|(k, i)| Op::OldHandle(k, i)),
+        1 => any::<usize>().prop_map(Op::OldHandle),
         3 => clock().prop_map(Op::Tick),
     ]
 }
@@ -162,6 +162,8 @@ struct Harness {
     models: HashMap<String, KeyModel>,
     /// Every handle ever returned, with its key name.
     handles: Vec<(String, KeyHandle)>,
+    /// The handle each live key was last resolved to.
+    current: HashMap<String, KeyHandle>,
 }
 
 fn name(k: usize) -> String {
@@ -177,6 +179,7 @@ impl Harness {
             Ok(r) => {
                 let after: Vec<String> = self.engine.keys().map(str::to_owned).collect();
                 for gone in before.iter().filter(|n| !after.contains(n)) {
+                    self.current.remove(gone);
                     let m = self.models.remove(gone).unwrap_or_default();
                     assert!(
                         m.live.is_empty() && m.queued == 0,
@@ -188,6 +191,9 @@ impl Harness {
                 if r.created {
                     assert!(!before.contains(&name));
                     self.models.insert(name.clone(), KeyModel::default());
+                }
+                if let Some(old) = self.current.insert(name.clone(), r.handle) {
+                    assert_eq!(old, r.handle, "a live key's handle changed");
                 }
                 self.handles.push((name, r.handle));
                 Some(r.handle)
@@ -305,20 +311,20 @@ impl Harness {
                 self.settle(*k, id, *v, Some(false));
             }
             Op::SettleRandom(k, id, v) => self.settle(*k, *id, *v, None),
-            Op::OldHandle(k, i) => {
+            Op::OldHandle(i) => {
                 // Some handle from history; stale ones must be refused, live ones must work.
                 if self.handles.is_empty() {
                     return;
                 }
                 let (n, h) = self.handles[i % self.handles.len()].clone();
-                let _ = k;
-                let current = self.engine.registry().find(&n).is_some();
+                // Live exactly when the key is alive and this is the handle it was last resolved to.
+                let live = self.models.contains_key(&n) && self.current.get(&n) == Some(&h);
                 match self.engine.acquire(h, self.now) {
                     Ok(a) => {
-                        assert!(current, "a handle of evicted {n} still works");
+                        assert!(live, "a stale handle of {n} still works");
                         self.on_acquired(&n, a);
                     }
-                    Err(_) => {}
+                    Err(_) => assert!(!live, "a live handle of {n} was refused"),
                 }
             }
         }
@@ -362,7 +368,8 @@ impl Harness {
 fn run(opts: PolicyOptions, max_keys: u32, seed: u64, start: u64, ops: &[Op]) {
     let reg = RegistryOptions { max_keys, ..RegistryOptions::default() };
     let engine = Engine::new(opts, reg, seed).expect("generated options are valid");
-    let mut h = Harness { engine, opts, now: start, models: HashMap::new(), handles: Vec::new() };
+    let mut h =
+        Harness { engine, opts, now: start, models: HashMap::new(), handles: Vec::new(), current: HashMap::new() };
     for op in ops {
         h.step(op);
     }

@@ -159,8 +159,8 @@ fn fifo_accounting_is_exact() {
     let s = e.stats(h, 2).unwrap();
     assert_eq!((s.inflight, s.queued), (2, 1));
     // The last waiter gives up: the queue is empty and leave_queue says so after.
-    assert_eq!(e.leave_queue(h).unwrap(), true);
-    assert_eq!(e.leave_queue(h).unwrap(), false);
+    assert!(e.leave_queue(h).unwrap());
+    assert!(!e.leave_queue(h).unwrap());
     assert_eq!(e.admit_queued(h, 2).unwrap(), None);
     // Both settle: nothing waits, nothing to wake.
     assert_eq!(e.settle(h, b, Verdict::Cancelled, 3).unwrap(), Ok(0));

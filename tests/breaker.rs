@@ -16,8 +16,15 @@ fn opts() -> BreakerOptions {
 
 /// Acquire and settle one call at `at` with `latency_ms`; panics if the breaker refused it.
 fn call(b: &mut Breaker, at: u64, verdict: Verdict, latency_ms: u64) {
-    let probe = b.try_acquire(at).expect("breaker refused a call that should pass");
-    b.on_result(at + latency_ms * NANOS_PER_MS, verdict, latency_ms * NANOS_PER_MS, probe);
+    let probe = b
+        .try_acquire(at)
+        .expect("breaker refused a call that should pass");
+    b.on_result(
+        at + latency_ms * NANOS_PER_MS,
+        verdict,
+        latency_ms * NANOS_PER_MS,
+        probe,
+    );
 }
 
 /// A breaker tripped open at `ms(0)` by its consecutive backstop.
@@ -45,13 +52,25 @@ fn consecutive_backstop_opens_at_low_volume() {
     let mut b = Breaker::new(&opts());
     for i in 0..4 {
         call(&mut b, ms(i * 7_500), Verdict::Failure, 100);
-        assert_eq!(b.state(ms(i * 7_500 + 100)), BreakerState::Closed, "opened after {} failures", i + 1);
+        assert_eq!(
+            b.state(ms(i * 7_500 + 100)),
+            BreakerState::Closed,
+            "opened after {} failures",
+            i + 1
+        );
     }
     assert!(b.window(ms(30_100)).calls < opts().minimum_calls);
     call(&mut b, ms(4 * 7_500), Verdict::Failure, 100);
     assert_eq!(b.state(ms(30_100)), BreakerState::Open);
     let t = b.last_transition().unwrap();
-    assert_eq!((t.from, t.to, t.cause), (BreakerState::Closed, BreakerState::Open, Some(TripCause::Consecutive)));
+    assert_eq!(
+        (t.from, t.to, t.cause),
+        (
+            BreakerState::Closed,
+            BreakerState::Open,
+            Some(TripCause::Consecutive)
+        )
+    );
     assert_eq!(b.try_acquire(ms(30_200)), None);
 }
 
@@ -79,11 +98,18 @@ fn a_success_breaks_the_run() {
 
 #[test]
 fn failure_rate_opens_once_minimum_calls_is_reached() {
-    let o = BreakerOptions { consecutive_failures: 1_000, ..opts() };
+    let o = BreakerOptions {
+        consecutive_failures: 1_000,
+        ..opts()
+    };
     let mut b = Breaker::new(&o);
     // 19 calls, 10 of them failures (53 %): below minimumCalls 20, stays closed.
     for i in 0..19u64 {
-        let v = if i % 2 == 0 { Verdict::Failure } else { Verdict::Success };
+        let v = if i % 2 == 0 {
+            Verdict::Failure
+        } else {
+            Verdict::Success
+        };
         call(&mut b, ms(i * 100), v, 5);
     }
     assert_eq!(b.window(ms(1_900)).calls, 19);
@@ -91,16 +117,26 @@ fn failure_rate_opens_once_minimum_calls_is_reached() {
     // The 20th call (a success) makes 10 failures of 20 = 50 % ≥ failureRate: open.
     call(&mut b, ms(1_900), Verdict::Success, 5);
     assert_eq!(b.state(ms(1_905)), BreakerState::Open);
-    assert_eq!(b.last_transition().unwrap().cause, Some(TripCause::FailureRate));
+    assert_eq!(
+        b.last_transition().unwrap().cause,
+        Some(TripCause::FailureRate)
+    );
 }
 
 #[test]
 fn failure_rate_below_threshold_stays_closed() {
-    let o = BreakerOptions { consecutive_failures: 1_000, ..opts() };
+    let o = BreakerOptions {
+        consecutive_failures: 1_000,
+        ..opts()
+    };
     let mut b = Breaker::new(&o);
     // 8 failures in every 20 calls (40 %), spread evenly, for a long time.
     for i in 0..2_000u64 {
-        let v = if (i * 8) % 20 < 8 { Verdict::Failure } else { Verdict::Success };
+        let v = if (i * 8) % 20 < 8 {
+            Verdict::Failure
+        } else {
+            Verdict::Success
+        };
         call(&mut b, ms(i * 50), v, 5);
     }
     assert_eq!(b.state(ms(100_000)), BreakerState::Closed);
@@ -108,7 +144,10 @@ fn failure_rate_below_threshold_stays_closed() {
 
 #[test]
 fn old_failures_leave_the_window() {
-    let o = BreakerOptions { consecutive_failures: 1_000, ..opts() };
+    let o = BreakerOptions {
+        consecutive_failures: 1_000,
+        ..opts()
+    };
     let mut b = Breaker::new(&o);
     for _ in 0..15 {
         call(&mut b, ms(0), Verdict::Failure, 1);
@@ -119,7 +158,14 @@ fn old_failures_leave_the_window() {
         call(&mut b, ms(30_000), Verdict::Failure, 1);
     }
     assert_eq!(b.state(ms(30_001)), BreakerState::Closed);
-    assert_eq!(b.window(ms(30_001)), resilix::engine::WindowCounts { calls: 10, failures: 10, slow: 0 });
+    assert_eq!(
+        b.window(ms(30_001)),
+        resilix::engine::WindowCounts {
+            calls: 10,
+            failures: 10,
+            slow: 0
+        }
+    );
     // Within the window they would have added up: 25 failures of 25.
     let mut c = Breaker::new(&o);
     for _ in 0..15 {
@@ -128,7 +174,11 @@ fn old_failures_leave_the_window() {
     for _ in 0..5 {
         call(&mut c, ms(20_000), Verdict::Failure, 1);
     }
-    assert_eq!(c.state(ms(20_001)), BreakerState::Open, "20 failures of 20 inside one window");
+    assert_eq!(
+        c.state(ms(20_001)),
+        BreakerState::Open,
+        "20 failures of 20 inside one window"
+    );
 }
 
 #[test]
@@ -145,7 +195,10 @@ fn slow_call_rate_opens_with_zero_errors() {
     }
     call(&mut b, ms(300), Verdict::Success, o.slow_call_ms + 5_400);
     assert_eq!(b.state(ms(6_000)), BreakerState::Open);
-    assert_eq!(b.last_transition().unwrap().cause, Some(TripCause::SlowCallRate));
+    assert_eq!(
+        b.last_transition().unwrap().cause,
+        Some(TripCause::SlowCallRate)
+    );
 }
 
 #[test]
@@ -163,7 +216,11 @@ fn just_under_slow_call_ms_is_not_slow() {
 fn overload_and_answered_never_open_it() {
     let mut b = Breaker::new(&opts());
     for i in 0..500 {
-        let v = if i % 2 == 0 { Verdict::Overload } else { Verdict::Answered };
+        let v = if i % 2 == 0 {
+            Verdict::Overload
+        } else {
+            Verdict::Answered
+        };
         call(&mut b, ms(i * 10), v, 3);
     }
     assert_eq!(b.state(ms(5_000)), BreakerState::Closed);
@@ -220,19 +277,34 @@ fn open_refuses_until_open_ms_then_half_open_on_the_next_acquire() {
     let p = b.try_acquire(ms(o.open_ms)).unwrap();
     assert_ne!(p, 0, "the first call after open_ms is a probe");
     let t = b.last_transition().unwrap();
-    assert_eq!((t.from, t.to, t.at, t.seq), (BreakerState::Open, BreakerState::HalfOpen, ms(o.open_ms), seq + 1));
+    assert_eq!(
+        (t.from, t.to, t.at, t.seq),
+        (
+            BreakerState::Open,
+            BreakerState::HalfOpen,
+            ms(o.open_ms),
+            seq + 1
+        )
+    );
 }
 
 #[test]
 fn half_open_admits_exactly_the_probes_and_closes_when_all_succeed() {
-    let o = BreakerOptions { half_open_probes: 3, ..opts() };
+    let o = BreakerOptions {
+        half_open_probes: 3,
+        ..opts()
+    };
     let mut b = tripped(o);
     let t = ms(o.open_ms);
     let probes: Vec<u32> = (0..3).map(|_| b.try_acquire(t).expect("probe")).collect();
     assert!(probes.iter().all(|&p| p != 0));
     assert_eq!(b.probes_taken(), 3);
     for _ in 0..10 {
-        assert_eq!(b.try_acquire(t), None, "a fourth call in half-open must be refused");
+        assert_eq!(
+            b.try_acquire(t),
+            None,
+            "a fourth call in half-open must be refused"
+        );
     }
     b.on_result(t + 1, Verdict::Success, 1, probes[0]);
     b.on_result(t + 2, Verdict::Answered, 1, probes[1]);
@@ -278,7 +350,10 @@ fn a_slow_probe_reopens() {
 
 #[test]
 fn an_ignored_probe_gives_its_place_back() {
-    let o = BreakerOptions { half_open_probes: 2, ..opts() };
+    let o = BreakerOptions {
+        half_open_probes: 2,
+        ..opts()
+    };
     let mut b = tripped(o);
     let t = ms(o.open_ms);
     let p1 = b.try_acquire(t).unwrap();
@@ -286,19 +361,30 @@ fn an_ignored_probe_gives_its_place_back() {
     assert_eq!(b.try_acquire(t), None);
     b.on_result(t + 1, Verdict::Cancelled, 1, p1);
     assert_eq!(b.probes_taken(), 1);
-    let p3 = b.try_acquire(t + 1).expect("the cancelled probe's place is free again");
+    let p3 = b
+        .try_acquire(t + 1)
+        .expect("the cancelled probe's place is free again");
     assert_eq!(b.try_acquire(t + 1), None);
     b.on_result(t + 2, Verdict::Rejected, 1, p2);
-    let p4 = b.try_acquire(t + 2).expect("the rejected probe's place is free again");
+    let p4 = b
+        .try_acquire(t + 2)
+        .expect("the rejected probe's place is free again");
     b.on_result(t + 3, Verdict::Success, 1, p3);
-    assert_eq!(b.state(t + 3), BreakerState::HalfOpen, "an ignored probe is not a success");
+    assert_eq!(
+        b.state(t + 3),
+        BreakerState::HalfOpen,
+        "an ignored probe is not a success"
+    );
     b.on_result(t + 4, Verdict::Success, 1, p4);
     assert_eq!(b.state(t + 4), BreakerState::Closed);
 }
 
 #[test]
 fn a_probe_from_an_earlier_cycle_decides_nothing() {
-    let o = BreakerOptions { half_open_probes: 2, ..opts() };
+    let o = BreakerOptions {
+        half_open_probes: 2,
+        ..opts()
+    };
     let mut b = tripped(o);
     let t1 = ms(o.open_ms);
     let stale = b.try_acquire(t1).unwrap(); // hangs
@@ -311,7 +397,11 @@ fn a_probe_from_an_earlier_cycle_decides_nothing() {
     b.on_result(t2 + 1, Verdict::Timeout, 60_000 * NANOS_PER_MS, stale);
     assert_eq!(b.state(t2 + 1), BreakerState::HalfOpen);
     b.on_result(t2 + 2, Verdict::Cancelled, 1, stale);
-    assert_eq!(b.probes_taken(), 1, "an old probe gives back no place of the new cycle");
+    assert_eq!(
+        b.probes_taken(),
+        1,
+        "an old probe gives back no place of the new cycle"
+    );
     let q2 = b.try_acquire(t2 + 2).unwrap();
     b.on_result(t2 + 3, Verdict::Success, 1, q1);
     b.on_result(t2 + 4, Verdict::Success, 1, q2);
@@ -342,7 +432,10 @@ fn calls_admitted_before_the_trip_are_ignored_while_open_and_half_open() {
 
 #[test]
 fn transitions_count_every_change() {
-    let o = BreakerOptions { half_open_probes: 1, ..opts() };
+    let o = BreakerOptions {
+        half_open_probes: 1,
+        ..opts()
+    };
     let mut b = tripped(o); // 1: closed → open
     let t = ms(o.open_ms);
     let p = b.try_acquire(t).unwrap(); // 2: open → half-open
@@ -367,7 +460,10 @@ fn a_clock_that_goes_backwards_reads_as_standing_still() {
     assert_eq!(b.state(0), BreakerState::Open);
     assert!(b.try_acquire(ms(o.open_ms)).is_some());
     // Results stamped in the past land in the current bucket.
-    let mut c = Breaker::new(&BreakerOptions { consecutive_failures: 1_000, ..o });
+    let mut c = Breaker::new(&BreakerOptions {
+        consecutive_failures: 1_000,
+        ..o
+    });
     for _ in 0..10 {
         call(&mut c, ms(100_000), Verdict::Success, 1);
     }
@@ -382,16 +478,29 @@ fn defaults_are_the_documented_ones() {
     // README and ADR 0200 state these; the simulator's production scenario depends on them.
     let o = BreakerOptions::default();
     assert_eq!(
-        (o.failure_rate, o.slow_call_rate, o.slow_call_ms, o.minimum_calls, o.window_ms),
+        (
+            o.failure_rate,
+            o.slow_call_rate,
+            o.slow_call_ms,
+            o.minimum_calls,
+            o.window_ms
+        ),
         (0.5, 0.5, 5_000, 20, 30_000)
     );
-    assert_eq!((o.consecutive_failures, o.open_ms, o.half_open_probes), (5, 10_000, 3));
+    assert_eq!(
+        (o.consecutive_failures, o.open_ms, o.half_open_probes),
+        (5, 10_000, 3)
+    );
     assert!(o.validate().is_ok());
 }
 
 #[test]
 fn breaker_stays_small() {
-    assert!(std::mem::size_of::<Breaker>() <= 512, "breaker is {} bytes", std::mem::size_of::<Breaker>());
+    assert!(
+        std::mem::size_of::<Breaker>() <= 512,
+        "breaker is {} bytes",
+        std::mem::size_of::<Breaker>()
+    );
 }
 
 #[test]

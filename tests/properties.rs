@@ -19,8 +19,8 @@ use std::collections::HashMap;
 
 use proptest::prelude::*;
 use resilix::engine::{
-    Acquired, Algorithm, BreakerOptions, BulkheadOptions, Engine, KeyHandle, LimiterOptions, PolicyOptions,
-    QueueOptions, RegistryError, RegistryOptions, Verdict, NANOS_PER_MS,
+    Acquired, Algorithm, BreakerOptions, BulkheadOptions, Engine, KeyHandle, LimiterOptions,
+    PolicyOptions, QueueOptions, RegistryError, RegistryOptions, Verdict, NANOS_PER_MS,
 };
 
 const KEYS: usize = 6;
@@ -79,8 +79,12 @@ fn ms_opt() -> impl Strategy<Value = u64> {
 }
 
 fn limiter() -> impl Strategy<Value = LimiterOptions> {
-    let algorithm =
-        prop_oneof![Just(Algorithm::Vegas), Just(Algorithm::Gradient2), Just(Algorithm::Aimd), Just(Algorithm::Fixed)];
+    let algorithm = prop_oneof![
+        Just(Algorithm::Vegas),
+        Just(Algorithm::Gradient2),
+        Just(Algorithm::Aimd),
+        Just(Algorithm::Fixed)
+    ];
     let bounds = prop_oneof![
         Just((1u32, 1u32)),
         (1u32..6, 0u32..6).prop_map(|(a, d)| (a, a + d)),
@@ -93,58 +97,88 @@ fn limiter() -> impl Strategy<Value = LimiterOptions> {
         3 => (1.0f64..4.0, 0.0f64..3.0).prop_map(|(i, d)| Some(QueueOptions { initial_factor: i, max_factor: i + d })),
         1 => Just(Some(QueueOptions { initial_factor: 1.0, max_factor: 1.0 })),
     ];
-    (algorithm, bounds, any::<u32>(), queue, ms_opt(), ms_opt(), 1u32..60, 0u64..200, 0.05f64..1.0).prop_map(
-        |(algorithm, (min, max), init, queue, w1, w2, min_samples, update, frac)| LimiterOptions {
-            algorithm,
-            min_limit: min,
-            max_limit: max,
-            initial_limit: min + init % (max - min + 1),
-            queue,
-            window_min_ms: w1.min(w2),
-            window_max_ms: w1.max(w2),
-            min_samples,
-            update_interval_ms: update,
-            smoothing: frac,
-            quantile: frac,
-            backoff_ratio: frac.min(0.99),
-            ..LimiterOptions::default()
-        },
+    (
+        algorithm,
+        bounds,
+        any::<u32>(),
+        queue,
+        ms_opt(),
+        ms_opt(),
+        1u32..60,
+        0u64..200,
+        0.05f64..1.0,
     )
+        .prop_map(
+            |(algorithm, (min, max), init, queue, w1, w2, min_samples, update, frac)| {
+                LimiterOptions {
+                    algorithm,
+                    min_limit: min,
+                    max_limit: max,
+                    initial_limit: min + init % (max - min + 1),
+                    queue,
+                    window_min_ms: w1.min(w2),
+                    window_max_ms: w1.max(w2),
+                    min_samples,
+                    update_interval_ms: update,
+                    smoothing: frac,
+                    quantile: frac,
+                    backoff_ratio: frac.min(0.99),
+                    ..LimiterOptions::default()
+                }
+            },
+        )
 }
 
 fn breaker() -> impl Strategy<Value = BreakerOptions> {
-    (0.01f64..1.0, 0.01f64..1.0, ms_opt(), 1u32..30, 10u64..60_000, 1u32..8, ms_opt(), 1u32..5).prop_map(
-        |(
-            failure_rate,
-            slow_call_rate,
-            slow_call_ms,
-            minimum_calls,
-            window_ms,
-            consecutive_failures,
-            open_ms,
-            probes,
-        )| {
-            BreakerOptions {
+    (
+        0.01f64..1.0,
+        0.01f64..1.0,
+        ms_opt(),
+        1u32..30,
+        10u64..60_000,
+        1u32..8,
+        ms_opt(),
+        1u32..5,
+    )
+        .prop_map(
+            |(
                 failure_rate,
                 slow_call_rate,
                 slow_call_ms,
                 minimum_calls,
                 window_ms,
                 consecutive_failures,
-                open_ms: open_ms.min(60_000),
-                half_open_probes: probes,
-            }
-        },
-    )
+                open_ms,
+                probes,
+            )| {
+                BreakerOptions {
+                    failure_rate,
+                    slow_call_rate,
+                    slow_call_ms,
+                    minimum_calls,
+                    window_ms,
+                    consecutive_failures,
+                    open_ms: open_ms.min(60_000),
+                    half_open_probes: probes,
+                }
+            },
+        )
 }
 
 fn policies() -> impl Strategy<Value = PolicyOptions> {
     (
         proptest::option::weighted(0.7, breaker()),
         proptest::option::weighted(0.85, limiter()),
-        proptest::option::weighted(0.4, (1u32..6).prop_map(|max_concurrent| BulkheadOptions { max_concurrent })),
+        proptest::option::weighted(
+            0.4,
+            (1u32..6).prop_map(|max_concurrent| BulkheadOptions { max_concurrent }),
+        ),
     )
-        .prop_map(|(breaker, limiter, bulkhead)| PolicyOptions { breaker, limiter, bulkhead })
+        .prop_map(|(breaker, limiter, bulkhead)| PolicyOptions {
+            breaker,
+            limiter,
+            bulkhead,
+        })
 }
 
 /// What the test believes one key holds.
@@ -202,7 +236,10 @@ impl Harness {
                 // Full only when every live key is busy.
                 for n in &before {
                     let m = &self.models[n];
-                    assert!(!m.live.is_empty() || m.queued > 0, "registry full while {n} is idle");
+                    assert!(
+                        !m.live.is_empty() || m.queued > 0,
+                        "registry full while {n} is idle"
+                    );
                 }
                 None
             }
@@ -214,11 +251,17 @@ impl Harness {
         let m = self.models.get_mut(name).unwrap();
         match a {
             Acquired::Permit(id) => {
-                assert!(!m.live.contains(&id), "permit id {id} issued twice while live");
+                assert!(
+                    !m.live.contains(&id),
+                    "permit id {id} issued twice while live"
+                );
                 m.live.push(id);
             }
             Acquired::Queued => {
-                assert!(self.opts.limiter.is_some_and(|l| l.queue.is_some()), "queued without a queue");
+                assert!(
+                    self.opts.limiter.is_some_and(|l| l.queue.is_some()),
+                    "queued without a queue"
+                );
                 m.queued += 1;
             }
             Acquired::Rejected(_) => {}
@@ -232,7 +275,10 @@ impl Harness {
         if let Some(e) = expect_live {
             assert_eq!(live, e);
         }
-        let r = self.engine.settle(h, id, v, self.now).expect("fresh handle");
+        let r = self
+            .engine
+            .settle(h, id, v, self.now)
+            .expect("fresh handle");
         let m = self.models.get_mut(&name).unwrap();
         if live {
             let wake = r.expect("a live permit settles");
@@ -289,7 +335,10 @@ impl Harness {
                     0 => (m.settled.last().copied().unwrap_or(12345), false),
                     n => (m.live[i % n], true),
                 };
-                assert_eq!(self.engine.mark(h, id, self.now).expect("fresh handle"), live);
+                assert_eq!(
+                    self.engine.mark(h, id, self.now).expect("fresh handle"),
+                    live
+                );
             }
             Op::Settle(k, i, v) => {
                 let Some(h) = self.resolve(*k) else { return };
@@ -335,14 +384,21 @@ impl Harness {
         let mut live_keys = 0;
         for name in self.engine.keys() {
             live_keys += 1;
-            let m = self.models.get(name).unwrap_or_else(|| panic!("engine has {name}, model does not"));
+            let m = self
+                .models
+                .get(name)
+                .unwrap_or_else(|| panic!("engine has {name}, model does not"));
             let s = self.engine.stats_by_name(name, self.now).unwrap();
             assert_eq!(s.inflight as usize, m.live.len(), "{name}: inflight");
             assert_eq!(s.queued, m.queued, "{name}: queued");
             let ps = self.engine.registry().find(name).unwrap();
             if let Some(lo) = &self.opts.limiter {
                 let l = ps.limiter().unwrap();
-                assert_eq!(l.inflight(), s.inflight, "{name}: limiter inflight vs permits");
+                assert_eq!(
+                    l.inflight(),
+                    s.inflight,
+                    "{name}: limiter inflight vs permits"
+                );
                 assert!(
                     s.limit >= lo.min_limit && s.limit <= lo.max_limit,
                     "{name}: limit {} outside [{}, {}]",
@@ -366,10 +422,19 @@ impl Harness {
 }
 
 fn run(opts: PolicyOptions, max_keys: u32, seed: u64, start: u64, ops: &[Op]) {
-    let reg = RegistryOptions { max_keys, ..RegistryOptions::default() };
+    let reg = RegistryOptions {
+        max_keys,
+        ..RegistryOptions::default()
+    };
     let engine = Engine::new(opts, reg, seed).expect("generated options are valid");
-    let mut h =
-        Harness { engine, opts, now: start, models: HashMap::new(), handles: Vec::new(), current: HashMap::new() };
+    let mut h = Harness {
+        engine,
+        opts,
+        now: start,
+        models: HashMap::new(),
+        handles: Vec::new(),
+        current: HashMap::new(),
+    };
     for op in ops {
         h.step(op);
     }
@@ -393,7 +458,10 @@ fn run(opts: PolicyOptions, max_keys: u32, seed: u64, start: u64, ops: &[Op]) {
 /// 800 cases of up to 300 steps: about 7 s in the dev profile on this 2-core machine.
 /// `PROPTEST_CASES=20000 cargo test --test properties` for a longer hunt.
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(800)
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(800)
 }
 
 proptest! {
@@ -413,31 +481,50 @@ proptest! {
 
 #[test]
 fn many_keys_through_a_small_registry_never_evict_a_busy_key() {
-    let reg = RegistryOptions { max_keys: 8, ..RegistryOptions::default() };
+    let reg = RegistryOptions {
+        max_keys: 8,
+        ..RegistryOptions::default()
+    };
     let mut e = Engine::new(PolicyOptions::default(), reg, 1).unwrap();
     // Four keys stay busy the whole time.
     let mut busy = Vec::new();
     for k in 0..4 {
         let h = e.resolve(&format!("busy-{k}"), 1).unwrap().handle;
-        let Acquired::Permit(id) = e.acquire(h, 1).unwrap() else { panic!() };
+        let Acquired::Permit(id) = e.acquire(h, 1).unwrap() else {
+            panic!()
+        };
         busy.push((h, id));
     }
     for i in 0..20_000u64 {
         let name = format!("host-{i}.example");
         let h = e.resolve(&name, i).unwrap().handle;
-        let Acquired::Permit(id) = e.acquire(h, i).unwrap() else { panic!() };
+        let Acquired::Permit(id) = e.acquire(h, i).unwrap() else {
+            panic!()
+        };
         e.settle(h, id, Verdict::Success, i + 1).unwrap().unwrap();
         assert!(e.registry().len() <= 8);
     }
     for (h, id) in busy {
-        assert_eq!(e.stats(h, 30_000).unwrap().inflight, 1, "a busy key was evicted");
+        assert_eq!(
+            e.stats(h, 30_000).unwrap().inflight,
+            1,
+            "a busy key was evicted"
+        );
         e.settle(h, id, Verdict::Success, 30_000).unwrap().unwrap();
     }
     // All busy and at the cap: a new key is refused, not a busy one dropped.
-    let mut e = Engine::new(PolicyOptions::default(), RegistryOptions { max_keys: 2, ..reg }, 1).unwrap();
+    let mut e = Engine::new(
+        PolicyOptions::default(),
+        RegistryOptions { max_keys: 2, ..reg },
+        1,
+    )
+    .unwrap();
     for k in 0..2 {
         let h = e.resolve(&format!("b{k}"), 1).unwrap().handle;
         e.acquire(h, 1).unwrap();
     }
-    assert!(matches!(e.resolve("new", 1), Err(RegistryError::Full { max_keys: 2 })));
+    assert!(matches!(
+        e.resolve("new", 1),
+        Err(RegistryError::Full { max_keys: 2 })
+    ));
 }

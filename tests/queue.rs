@@ -4,11 +4,14 @@
 
 use resilix::engine::queue::{admit, Admission};
 use resilix::engine::{
-    Acquired, Algorithm, Engine, KeyHandle, LimiterOptions, PolicyOptions, QueueOptions, RegistryOptions, RejectReason,
-    SplitMix64, Verdict, NANOS_PER_MS,
+    Acquired, Algorithm, Engine, KeyHandle, LimiterOptions, PolicyOptions, QueueOptions,
+    RegistryOptions, RejectReason, SplitMix64, Verdict, NANOS_PER_MS,
 };
 
-const Q: QueueOptions = QueueOptions { initial_factor: 2.0, max_factor: 3.0 };
+const Q: QueueOptions = QueueOptions {
+    initial_factor: 2.0,
+    max_factor: 3.0,
+};
 
 fn engine(limit: u32, queue: Option<QueueOptions>, seed: u64) -> (Engine, KeyHandle) {
     let lim = LimiterOptions {
@@ -19,7 +22,11 @@ fn engine(limit: u32, queue: Option<QueueOptions>, seed: u64) -> (Engine, KeyHan
         queue,
         ..LimiterOptions::default()
     };
-    let p = PolicyOptions { breaker: None, limiter: Some(lim), bulkhead: None };
+    let p = PolicyOptions {
+        breaker: None,
+        limiter: Some(lim),
+        bulkhead: None,
+    };
     let mut e = Engine::new(p, RegistryOptions::default(), seed).unwrap();
     let h = e.resolve("k", 0).unwrap().handle;
     (e, h)
@@ -27,8 +34,9 @@ fn engine(limit: u32, queue: Option<QueueOptions>, seed: u64) -> (Engine, KeyHan
 
 fn reject_fraction(inflight: u32, queued: u32, limit: u32, trials: u32, seed: u64) -> f64 {
     let mut rng = SplitMix64::new(seed);
-    let rejected =
-        (0..trials).filter(|_| admit(inflight, queued, limit, Some(&Q), &mut rng) == Admission::RejectQueue).count();
+    let rejected = (0..trials)
+        .filter(|_| admit(inflight, queued, limit, Some(&Q), &mut rng) == Admission::RejectQueue)
+        .count();
     rejected as f64 / trials as f64
 }
 
@@ -46,7 +54,12 @@ fn from_l_to_2l_waits_without_rejection() {
     let mut rng = SplitMix64::new(1);
     for queued in 0..10 {
         for _ in 0..1_000 {
-            assert_eq!(admit(10, queued, 10, Some(&Q), &mut rng), Admission::Queue, "outstanding {}", 10 + queued);
+            assert_eq!(
+                admit(10, queued, 10, Some(&Q), &mut rng),
+                Admission::Queue,
+                "outstanding {}",
+                10 + queued
+            );
         }
     }
 }
@@ -64,7 +77,11 @@ fn from_2l_to_3l_the_rejection_chance_rises_linearly() {
     assert_eq!(reject_fraction(10, 10, 10, 10_000, 3), 0.0);
     for (queued, expected) in [(12u32, 0.2), (15, 0.5), (18, 0.8), (19, 0.9)] {
         let f = reject_fraction(10, queued, 10, 20_000, queued as u64);
-        assert!((f - expected).abs() < 0.02, "outstanding {}: rejected {f}, expected {expected}", 10 + queued);
+        assert!(
+            (f - expected).abs() < 0.02,
+            "outstanding {}: rejected {f}, expected {expected}",
+            10 + queued
+        );
     }
 }
 
@@ -83,7 +100,10 @@ fn at_3l_and_beyond_it_rejects() {
     let mut rng = SplitMix64::new(1);
     for queued in [20u32, 21, 50, 1_000_000] {
         for _ in 0..100 {
-            assert_eq!(admit(10, queued, 10, Some(&Q), &mut rng), Admission::RejectQueue);
+            assert_eq!(
+                admit(10, queued, 10, Some(&Q), &mut rng),
+                Admission::RejectQueue
+            );
         }
     }
 }
@@ -97,7 +117,10 @@ fn no_queue_rejects_at_the_limit_with_limit() {
         assert!(matches!(e.acquire(h, 1).unwrap(), Acquired::Permit(_)));
     }
     for _ in 0..10 {
-        assert_eq!(e.acquire(h, 1).unwrap(), Acquired::Rejected(RejectReason::Limit));
+        assert_eq!(
+            e.acquire(h, 1).unwrap(),
+            Acquired::Rejected(RejectReason::Limit)
+        );
     }
     let s = e.stats(h, 1).unwrap();
     assert_eq!((s.inflight, s.queued), (3, 0));
@@ -106,11 +129,17 @@ fn no_queue_rejects_at_the_limit_with_limit() {
 #[test]
 fn degenerate_factors_never_divide_by_zero() {
     // initialFactor == maxFactor: no ramp, a hard bound.
-    let q = QueueOptions { initial_factor: 2.0, max_factor: 2.0 };
+    let q = QueueOptions {
+        initial_factor: 2.0,
+        max_factor: 2.0,
+    };
     let mut rng = SplitMix64::new(1);
     assert_eq!(admit(4, 3, 4, Some(&q), &mut rng), Admission::Queue);
     assert_eq!(admit(4, 4, 4, Some(&q), &mut rng), Admission::RejectQueue);
-    let q1 = QueueOptions { initial_factor: 1.0, max_factor: 1.0 };
+    let q1 = QueueOptions {
+        initial_factor: 1.0,
+        max_factor: 1.0,
+    };
     assert_eq!(admit(4, 0, 4, Some(&q1), &mut rng), Admission::RejectQueue);
 }
 
@@ -123,14 +152,25 @@ fn engine_with_a_pinned_limit_of_4_follows_the_shape() {
         for _ in 0..40 {
             outcomes.push(e.acquire(h, 1).unwrap());
             let s = e.stats(h, 1).unwrap();
-            assert!(s.inflight + s.queued <= 12, "outstanding {}", s.inflight + s.queued);
+            assert!(
+                s.inflight + s.queued <= 12,
+                "outstanding {}",
+                s.inflight + s.queued
+            );
         }
-        assert!(outcomes[..4].iter().all(|a| matches!(a, Acquired::Permit(_))));
-        // Outstanding 4..8 waits for sure (the 5th waiter, at exactly 2L, has chance 0 too).
-        assert!(outcomes[4..9].iter().all(|a| *a == Acquired::Queued), "seed {seed}: {:?}", &outcomes[4..9]);
-        assert!(outcomes
+        assert!(outcomes[..4]
             .iter()
-            .all(|a| matches!(a, Acquired::Permit(_) | Acquired::Queued | Acquired::Rejected(RejectReason::Queue))));
+            .all(|a| matches!(a, Acquired::Permit(_))));
+        // Outstanding 4..8 waits for sure (the 5th waiter, at exactly 2L, has chance 0 too).
+        assert!(
+            outcomes[4..9].iter().all(|a| *a == Acquired::Queued),
+            "seed {seed}: {:?}",
+            &outcomes[4..9]
+        );
+        assert!(outcomes.iter().all(|a| matches!(
+            a,
+            Acquired::Permit(_) | Acquired::Queued | Acquired::Rejected(RejectReason::Queue)
+        )));
         let s = e.stats(h, 1).unwrap();
         // Once 12 are outstanding everything is refused: the tail of 40 calls fills it.
         assert_eq!((s.inflight, s.queued), (4, 8), "seed {seed}");
@@ -142,7 +182,9 @@ fn fifo_accounting_is_exact() {
     let (mut e, h) = engine(2, Some(Q), 1);
     let a = e.acquire(h, 1).unwrap();
     let b = e.acquire(h, 1).unwrap();
-    let (Acquired::Permit(a), Acquired::Permit(b)) = (a, b) else { panic!("first two run") };
+    let (Acquired::Permit(a), Acquired::Permit(b)) = (a, b) else {
+        panic!("first two run")
+    };
     for _ in 0..2 {
         assert_eq!(e.acquire(h, 1).unwrap(), Acquired::Queued);
     }
@@ -164,7 +206,9 @@ fn fifo_accounting_is_exact() {
     assert_eq!(e.admit_queued(h, 2).unwrap(), None);
     // Both settle: nothing waits, nothing to wake.
     assert_eq!(e.settle(h, b, Verdict::Cancelled, 3).unwrap(), Ok(0));
-    let Some(Acquired::Permit(c)) = c else { unreachable!() };
+    let Some(Acquired::Permit(c)) = c else {
+        unreachable!()
+    };
     assert_eq!(e.settle(h, c, Verdict::Timeout, 3).unwrap(), Ok(0));
     let s = e.stats(h, 3).unwrap();
     assert_eq!((s.inflight, s.queued), (0, 0));
@@ -188,7 +232,10 @@ fn waiters_stay_exact_under_a_long_random_run() {
             2 if !running.is_empty() => {
                 let i = (rng.next_u64() % running.len() as u64) as usize;
                 let id = running.swap_remove(i);
-                let wake = e.settle(h, id, Verdict::ALL[(step % 7) as usize], now).unwrap().unwrap();
+                let wake = e
+                    .settle(h, id, Verdict::ALL[(step % 7) as usize], now)
+                    .unwrap()
+                    .unwrap();
                 for _ in 0..wake {
                     match e.admit_queued(h, now).unwrap() {
                         Some(Acquired::Permit(id)) => {
@@ -206,7 +253,11 @@ fn waiters_stay_exact_under_a_long_random_run() {
             _ => {}
         }
         let s = e.stats(h, now).unwrap();
-        assert_eq!((s.inflight, s.queued), (running.len() as u32, queued), "step {step}");
+        assert_eq!(
+            (s.inflight, s.queued),
+            (running.len() as u32, queued),
+            "step {step}"
+        );
         assert!(s.inflight <= 5 && s.inflight + s.queued <= 15);
     }
 }

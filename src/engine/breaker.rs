@@ -251,7 +251,10 @@ impl Breaker {
         let epoch = self.epoch(now);
         let b = &mut self.buckets[(epoch % BUCKETS as u64) as usize];
         if b.epoch != epoch {
-            *b = Bucket { epoch, ..Bucket::default() };
+            *b = Bucket {
+                epoch,
+                ..Bucket::default()
+            };
         }
         b.calls = b.calls.saturating_add(1);
         b.failures = b.failures.saturating_add(failed as u32);
@@ -304,14 +307,21 @@ impl Breaker {
 
     fn transition(&mut self, now: Nanos, to: BreakerState, cause: Option<TripCause>) {
         let seq = self.last.map_or(0, |t| t.seq) + 1;
-        self.last = Some(BreakerTransition { seq, from: self.state, to, at: now, cause });
+        self.last = Some(BreakerTransition {
+            seq,
+            from: self.state,
+            to,
+            at: now,
+            cause,
+        });
         self.state = to;
     }
 
     /// The state as of `now` (an open breaker whose wait is over reads as half-open). Pure: the
     /// simulator and `stats()` may call it at any time without changing anything.
     pub fn state(&self, now: Nanos) -> BreakerState {
-        if self.state == BreakerState::Open && now.max(self.latest) - self.opened_at >= self.open_ns {
+        if self.state == BreakerState::Open && now.max(self.latest) - self.opened_at >= self.open_ns
+        {
             return BreakerState::HalfOpen;
         }
         self.state

@@ -17,14 +17,25 @@ pub struct Limiter {
 
 impl Limiter {
     pub fn new(opts: &LimiterOptions, now: Nanos) -> Self {
-        Limiter { limit: Limit::new(opts, now), queue: opts.queue, inflight: 0, queued: 0 }
+        Limiter {
+            limit: Limit::new(opts, now),
+            queue: opts.queue,
+            inflight: 0,
+            queued: 0,
+        }
     }
 
     /// Decide a new call; counts it as in flight or queued accordingly.
     #[inline]
     pub fn admit(&mut self, now: Nanos, rng: &mut SplitMix64) -> Admission {
         self.limit.on_acquire(now, self.inflight);
-        let decision = admit(self.inflight, self.queued, self.limit.current(), self.queue.as_ref(), rng);
+        let decision = admit(
+            self.inflight,
+            self.queued,
+            self.limit.current(),
+            self.queue.as_ref(),
+            rng,
+        );
         match decision {
             Admission::Run => self.inflight += 1,
             Admission::Queue => self.queued += 1,
@@ -68,7 +79,8 @@ impl Limiter {
     /// How many waiters could be admitted right now.
     #[inline]
     pub fn wakeable(&self) -> u32 {
-        self.queued.min(self.limit.current().saturating_sub(self.inflight))
+        self.queued
+            .min(self.limit.current().saturating_sub(self.inflight))
     }
 
     #[inline]
@@ -145,7 +157,11 @@ mod tests {
         let mut l = limiter(4);
         fill(&mut l, &mut rng, 8);
         l.set_limit(2);
-        assert_eq!((l.inflight(), l.queued()), (4, 4), "nobody already waiting is dropped");
+        assert_eq!(
+            (l.inflight(), l.queued()),
+            (4, 4),
+            "nobody already waiting is dropped"
+        );
         for _ in 0..2 {
             l.release(0, None);
             assert_eq!(l.wakeable(), 0);
@@ -165,7 +181,11 @@ mod tests {
         fill(&mut l, &mut rng, 8);
         // Outstanding 8..12 is the ramp at L = 4; force 12 outstanding.
         l.queued = 8;
-        assert_eq!(l.admit(0, &mut rng), Admission::RejectQueue, "3L = 12 rejects");
+        assert_eq!(
+            l.admit(0, &mut rng),
+            Admission::RejectQueue,
+            "3L = 12 rejects"
+        );
         l.set_limit(8);
         // 12 outstanding is below 2L = 16 now: waits without any chance of rejection.
         for _ in 0..4 {

@@ -55,8 +55,15 @@ impl PermitSlab {
                 self.slots.len() - 1
             }
         };
-        self.slots[index] =
-            PermitSlot { gen, live: true, start, mark: 0, inflight, probe: probe_cycle != 0, probe_cycle };
+        self.slots[index] = PermitSlot {
+            gen,
+            live: true,
+            start,
+            mark: 0,
+            inflight,
+            probe: probe_cycle != 0,
+            probe_cycle,
+        };
         self.live += 1;
         Some(((gen as u64) << SLOT_BITS) | index as u64)
     }

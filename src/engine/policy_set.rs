@@ -62,6 +62,12 @@ pub struct KeyStats {
     pub smoothed_ms: f64,
     pub window_samples: u32,
     pub bulkhead_active: u32,
+    /// Settled calls by verdict, indexed by `Verdict as usize`.
+    pub verdicts: [u64; 7],
+    /// Refused calls by reason, indexed by `RejectReason as usize` (index 0 unused).
+    pub rejections: [u64; 6],
+    /// The latency of the last observed call (start → mark, or start → settle), ns.
+    pub last_latency_ns: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -71,6 +77,9 @@ pub struct PolicySet {
     bulkhead: Option<Bulkhead>,
     algorithm: Option<Algorithm>,
     permits: PermitSlab,
+    verdicts: [u64; 7],
+    rejections: [u64; 6],
+    last_latency_ns: u64,
 }
 
 impl PolicySet {
@@ -81,13 +90,24 @@ impl PolicySet {
             bulkhead: opts.bulkhead.as_ref().map(Bulkhead::new),
             algorithm: opts.limiter.map(|l| l.algorithm),
             permits: PermitSlab::default(),
+            verdicts: [0; 7],
+            rejections: [0; 6],
+            last_latency_ns: 0,
         }
     }
 
     /// Acquire for a new call.
     #[inline]
     pub fn acquire(&mut self, now: Nanos, rng: &mut SplitMix64) -> Acquired {
-        // `probe`: 0, or the breaker's half-open cycle when this call is a probe.
+        let a = self.acquire_inner(now, rng);
+        if let Acquired::Rejected(r) = a {
+            self.rejections[r as usize] += 1;
+        }
+        a
+    }
+
+    #[inline]
+    fn acquire_inner(&mut self, now: Nanos, rng: &mut SplitMix64) -> Acquired {
         let probe = match &mut self.breaker {
             Some(b) => match b.try_acquire(now) {
                 Some(p) => p,
@@ -114,6 +134,15 @@ impl PolicySet {
     /// it would refuse now never reaches the upstream (and leaves the queue).
     #[inline]
     pub fn admit_queued(&mut self, now: Nanos) -> Option<Acquired> {
+        let a = self.admit_queued_inner(now);
+        if let Some(Acquired::Rejected(r)) = a {
+            self.rejections[r as usize] += 1;
+        }
+        a
+    }
+
+    #[inline]
+    fn admit_queued_inner(&mut self, now: Nanos) -> Option<Acquired> {
         let limiter = self.limiter.as_mut()?;
         if limiter.queued() == 0 {
             return None;
@@ -204,7 +233,15 @@ impl PolicySet {
         // A clock that went backwards yields 0, never a wrapped-around huge latency.
         let end = now.max(slot.start);
         let duration_ns = end - slot.start;
-        let latency_ns = if slot.mark != 0 { slot.mark - slot.start } else { duration_ns };
+        let latency_ns = if slot.mark != 0 {
+            slot.mark - slot.start
+        } else {
+            duration_ns
+        };
+        self.verdicts[verdict as usize] += 1;
+        if !verdict.is_ignored() {
+            self.last_latency_ns = latency_ns;
+        }
         if let Some(b) = &mut self.breaker {
             b.on_result(end, verdict, latency_ns, slot.probe_cycle);
         }
@@ -213,7 +250,12 @@ impl PolicySet {
         }
         match &mut self.limiter {
             Some(l) => {
-                let sample = Sample { latency_ns, duration_ns, inflight: slot.inflight, verdict };
+                let sample = Sample {
+                    latency_ns,
+                    duration_ns,
+                    inflight: slot.inflight,
+                    verdict,
+                };
                 l.release(end, (!verdict.is_ignored()).then_some(&sample));
                 Ok(l.wakeable())
             }
@@ -252,7 +294,11 @@ impl PolicySet {
     }
 
     pub fn stats(&self, now: Nanos) -> KeyStats {
-        let ls = self.limiter.as_ref().map(|l| l.limit_stats()).unwrap_or_default();
+        let ls = self
+            .limiter
+            .as_ref()
+            .map(|l| l.limit_stats())
+            .unwrap_or_default();
         KeyStats {
             limit: self.limiter.as_ref().map_or(u32::MAX, |l| l.limit()),
             inflight: self.permits.live(),
@@ -263,6 +309,9 @@ impl PolicySet {
             smoothed_ms: ls.smoothed_ms,
             window_samples: ls.window_samples,
             bulkhead_active: self.bulkhead.as_ref().map_or(0, |b| b.active()),
+            verdicts: self.verdicts,
+            rejections: self.rejections,
+            last_latency_ns: self.last_latency_ns,
         }
     }
 

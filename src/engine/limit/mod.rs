@@ -60,7 +60,10 @@ impl Limit {
 
     pub fn stats(&self) -> LimitStats {
         match self {
-            Limit::Fixed(l) => LimitStats { limit: l.current(), ..LimitStats::default() },
+            Limit::Fixed(l) => LimitStats {
+                limit: l.current(),
+                ..LimitStats::default()
+            },
         }
     }
 }

@@ -14,6 +14,10 @@
 //! - a permit settles once: a second settle, or any id never issued, is `StalePermit`;
 //! - a key is evicted only when idle (nothing in flight, nobody waiting);
 //! - a stale key handle is refused (`StaleHandle`), never aliased to another key.
+//!
+//! A second property drives a lone `Breaker`: only legal transitions (closed→open, open→half-open,
+//! half-open→open/closed), at most one per call, open refuses, half-open never has more current
+//! probes out than `halfOpenProbes`, window counts stay consistent.
 
 use std::collections::HashMap;
 
@@ -528,4 +532,84 @@ fn many_keys_through_a_small_registry_never_evict_a_busy_key() {
         e.resolve("new", 1),
         Err(RegistryError::Full { max_keys: 2 })
     ));
+}
+
+#[derive(Clone, Debug)]
+enum BreakerOp {
+    Acquire(u64),
+    Settle(usize, Verdict, u64, u64),
+}
+
+fn breaker_op() -> impl Strategy<Value = BreakerOp> {
+    let dt = prop_oneof![
+        0u64..5 * NANOS_PER_MS,
+        0u64..20_000 * NANOS_PER_MS,
+        Just(0u64)
+    ];
+    prop_oneof![
+        dt.clone().prop_map(BreakerOp::Acquire),
+        (any::<usize>(), verdict(), 0u64..10_000 * NANOS_PER_MS, dt)
+            .prop_map(|(i, v, l, d)| BreakerOp::Settle(i, v, l, d)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 2_000, ..ProptestConfig::default() })]
+
+    /// The breaker's state machine on its own: only legal transitions, one per call at most, an
+    /// open breaker refuses for `openMs`, and a half-open cycle never has more probes out than
+    /// `halfOpenProbes`.
+    #[test]
+    fn breaker_state_machine_is_legal(o in breaker(), ops in proptest::collection::vec(breaker_op(), 1..400)) {
+        use resilix::engine::breaker::Breaker;
+        use resilix::engine::BreakerState::*;
+        let mut b = Breaker::new(&o);
+        let mut now = NANOS_PER_MS;
+        let mut out: Vec<u32> = Vec::new(); // tags of calls in flight (0 = not a probe)
+        let mut seq = 0;
+        for op in ops {
+            match op {
+                BreakerOp::Acquire(d) => {
+                    now += d;
+                    let before = b.state(now);
+                    let r = b.try_acquire(now);
+                    if let Some(tag) = r {
+                        out.push(tag);
+                    }
+                    match (before, r) {
+                        (Closed, r) => prop_assert_eq!(r, Some(0)),
+                        (Open, r) => prop_assert_eq!(r, None),
+                        (HalfOpen, Some(tag)) => prop_assert_ne!(tag, 0),
+                        (HalfOpen, None) => prop_assert_eq!(b.probes_taken(), o.half_open_probes),
+                    }
+                }
+                BreakerOp::Settle(i, v, latency, d) => {
+                    if out.is_empty() {
+                        continue;
+                    }
+                    now += d;
+                    let tag = out.swap_remove(i % out.len());
+                    b.on_result(now, v, latency, tag);
+                }
+            }
+            let t = b.transitions();
+            prop_assert!(t == seq || t == seq + 1, "more than one change in one call");
+            if t == seq + 1 {
+                let tr = b.last_transition().unwrap();
+                let legal = matches!((tr.from, tr.to), (Closed, Open) | (Open, HalfOpen) | (HalfOpen, Open) | (HalfOpen, Closed));
+                prop_assert!(legal, "illegal {:?} -> {:?}", tr.from, tr.to);
+                prop_assert_eq!(tr.cause.is_some(), tr.to == Open);
+            }
+            seq = t;
+            if b.state(now) == HalfOpen {
+                prop_assert!(b.probes_taken() <= o.half_open_probes);
+                // Probes of the current cycle still out never exceed the places.
+                let current = out.iter().filter(|&&t| t != 0).max().copied().unwrap_or(0);
+                let probes_out = out.iter().filter(|&&t| t != 0 && t == current).count() as u32;
+                prop_assert!(probes_out <= o.half_open_probes, "{} probes out", probes_out);
+            }
+            let w = b.window(now);
+            prop_assert!(w.failures <= w.calls && w.slow <= w.calls);
+        }
+    }
 }

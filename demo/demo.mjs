@@ -7,7 +7,7 @@ import { relative } from 'node:path'
 import { Resilix } from '../index.js'
 import { parseDemoArgs, phases as phasesOf, HELP } from './args.mjs'
 import { startUpstream } from './upstream.mjs'
-import { startTraffic } from './traffic.mjs'
+import { createAgent, startTraffic, warmUp } from './traffic.mjs'
 import { Recorder, summarize } from './recorder.mjs'
 import { View } from './view.mjs'
 import { writeChart } from './chart.mjs'
@@ -37,9 +37,11 @@ const recorder = new Recorder({ rx, key, upstream, tickMs: TICK_MS })
 const view = new View({ seconds: o.seconds, algorithm: o.algorithm })
 view.start({ ...o, url: upstream.url, degradeAt: phases[1].from, recoverAt: phases[2].from })
 
+const agent = createAgent()
+await warmUp(agent, upstream.url, o.capacity)
 const startedAt = performance.now()
 const unwatch = recorder.watch(startedAt)
-const traffic = startTraffic({ rx, url: upstream.url, key, rate: o.rate, timeoutMs: o.timeoutMs, recorder })
+const traffic = startTraffic({ rx, url: upstream.url, key, rate: o.rate, timeoutMs: o.timeoutMs, recorder, agent })
 let phase = 0
 const restoreCursor = () => view.finish()
 process.once('exit', restoreCursor)

@@ -7,9 +7,20 @@ import { isRejectedError, isTimeoutError } from '../index.js'
 
 const TICK_MS = 5
 
-export function startTraffic({ rx, url, key, rate, timeoutMs, recorder }) {
-  // One keep-alive pool, no connection cap: resilix, not the HTTP client, bounds concurrency.
-  const agent = new Agent({ keepAliveTimeout: 10_000, pipelining: 1 })
+/** One keep-alive pool, no connection cap: resilix, not the HTTP client, bounds concurrency. */
+export function createAgent() {
+  return new Agent({ keepAliveTimeout: 10_000, pipelining: 1 })
+}
+
+/**
+ * Opens `n` keep-alive connections before the clock starts (outside resilix), so that the first
+ * second of the run measures the upstream, not TCP handshakes.
+ */
+export async function warmUp(agent, url, n) {
+  await Promise.all(Array.from({ length: n }, () => request(url, { dispatcher: agent }).then((r) => r.body.text())))
+}
+
+export function startTraffic({ rx, url, key, rate, timeoutMs, recorder, agent }) {
   let outstanding = 0
   let drained = null
   let stopped = false

@@ -96,10 +96,17 @@ test('publish: only on a v* tag, after every test, via napi artifacts and pre-pu
   assert.match(script, /require\('\.\/package\.json'\)\.version/, 'the tag must equal the package version')
 })
 
-// `napi build --use-napi-cross` loads the @napi-rs/cross-toolchain package; CI installs devDependencies only.
-const hasCross = Boolean(pkg.devDependencies?.['@napi-rs/cross-toolchain'])
-test('the --use-napi-cross builds have their toolchain package in devDependencies', {
-  skip: !hasCross && 'TODO(integrator): add @napi-rs/cross-toolchain to devDependencies; release.yml needs it',
-}, () => {
-  assert.ok(hasCross)
+// `napi build --use-napi-cross` loads the @napi-rs/cross-toolchain package. It is not a
+// devDependency (its peer dependencies pull every toolchain into every dev install): the
+// build job installs it, with the one toolchain it needs, before any --use-napi-cross build.
+test('every --use-napi-cross build installs its cross toolchain first', () => {
+  const job = wf.jobs.build
+  const steps = job.steps.map((s) => `${s.name ?? ''} ${s.run ?? ''}`)
+  const install = steps.findIndex((s) => /npm install[^\n]*@napi-rs\/cross-toolchain@/.test(s))
+  const build = steps.findIndex((s) => s.includes('matrix.settings.build'))
+  assert.ok(install >= 0, 'a step installs @napi-rs/cross-toolchain')
+  assert.ok(install < build, 'before the build step')
+  const crossTargets = job.strategy.matrix.settings.filter((m) => m.build.includes('--use-napi-cross')).map((m) => m.target)
+  assert.ok(crossTargets.length > 0)
+  assert.ok(crossTargets.every((t) => t.includes('linux-gnu')), 'the install step runs for every cross target')
 })

@@ -3,7 +3,7 @@
 // 4xx answered, 5xx failure). Runs against a local server it starts itself.
 //   node examples/fetch.mjs
 import http from 'node:http'
-import { Resilix, isRejectedError, isTimeoutError } from '../index.js' // in your app: from 'resilix'
+import { Resilix, isRejectedError, isTimeoutError } from 'resilix' // resolves to this repository (package self-reference)
 
 // A local upstream: /slow takes 2 s, /busy answers 429, /missing 404, anything else 200 JSON.
 const server = http.createServer((req, res) => {

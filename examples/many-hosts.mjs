@@ -4,7 +4,7 @@
 // fill a shared limit and starve the others (opossum #321: one breaker for all routes). Starts three local upstreams itself.
 //   node examples/many-hosts.mjs
 import http from 'node:http'
-import { Resilix, isRejectedError, isTimeoutError } from '../index.js' // in your app: from 'resilix'
+import { Resilix, isRejectedError, isTimeoutError } from 'resilix' // resolves to this repository (package self-reference)
 
 /** A local upstream serving `capacity` requests at once, each in `ms`; `failRate` answer 500. */
 async function upstream(name, { capacity, ms, failRate = 0 }) {

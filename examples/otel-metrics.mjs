@@ -26,7 +26,7 @@
 // again at 0, which OpenTelemetry's cumulative temporality reads as a reset.
 import http from 'node:http'
 import { fileURLToPath } from 'node:url'
-import { Resilix } from '../index.js' // in your app: from 'resilix'
+import { Resilix } from 'resilix' // resolves to this repository (package self-reference)
 
 const BREAKER = { closed: 0, 'half-open': 0.5, open: 1 }
 

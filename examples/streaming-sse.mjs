@@ -13,7 +13,7 @@
 // the first token, and the slot is held until the last one.
 //   node examples/streaming-sse.mjs
 import http from 'node:http'
-import { Resilix } from '../index.js' // in your app: from 'resilix'
+import { Resilix } from 'resilix' // resolves to this repository (package self-reference)
 
 const TOKENS = 12
 const server = http.createServer((req, res) => {

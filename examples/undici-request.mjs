@@ -4,7 +4,7 @@
 //   node examples/undici-request.mjs
 import http from 'node:http'
 import { Pool } from 'undici'
-import { Resilix, isRejectedError } from '../index.js' // in your app: from 'resilix'
+import { Resilix, isRejectedError } from 'resilix' // resolves to this repository (package self-reference)
 
 // A local upstream that serves 4 requests at once; past 12 waiting it answers 503.
 let busy = 0

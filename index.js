@@ -216,11 +216,15 @@ class Resilix {
   _acquire(ks) {
     let p = native.acquire(ks.handle)
     if (p === STALE_HANDLE) {
-      // Evicted behind our back (cannot happen while calls are in flight); resolve again.
+      // Evicted behind our back (cannot happen while calls are in flight); resolve again, but
+      // keep this one KeyState for the key: the caller holds `ks` and may queue on it, and
+      // settles wake only the FIFO of the KeyState they hold (a second one stranded waiters).
       this._keys.delete(ks.name)
       const fresh = this._keyState(ks.name)
       if (fresh === null) return -10 - 5
       ks.handle = fresh.handle
+      ks.observed = -1
+      this._keys.set(ks.name, ks)
       p = native.acquire(ks.handle)
     }
     if (this._events.watching) this._observe(ks)

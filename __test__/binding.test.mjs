@@ -191,3 +191,21 @@ test('public API: bad keys, verdicts and permits are clear errors; accounting st
   assert.equal(rx.stats('never-seen'), undefined)
   assert.throws(() => rx.onReject('not a function'), TypeError)
 })
+
+test('a key evicted behind the JS layer (stale handle) recovers with one FIFO: no stranded waiter', async () => {
+  const rx = new Resilix({ algorithm: 'fixed', initialLimit: 1, maxKeys: 1 })
+  await rx.execute(() => 1, { key: 'a' })
+  native.resolveKey(rx._id, 'intruder') // evicts 'a' in the engine; the JS layer still holds its handle
+  let release
+  const first = rx.execute(() => new Promise((r) => (release = r)), { key: 'a' })
+  const second = rx.execute(() => 'second ran', { key: 'a' })
+  assert.equal(rx.stats('a').queued, 1)
+  release('first')
+  assert.equal(await first, 'first')
+  let timer
+  const hang = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('the waiter was stranded')), 1000) })
+  assert.equal(await Promise.race([second, hang]), 'second ran')
+  clearTimeout(timer)
+  assert.equal(rx.stats('a').inflight, 0)
+  assert.equal(rx.stats('a').queued, 0)
+})

@@ -36,6 +36,10 @@ test('soak: 1 000 000 calls at 10 000 concurrency leave nothing in flight or que
   assert.equal(verdicts, r.ran, 'every fn that ran has exactly one verdict')
   assert.equal(r.verdicts.rejected, 0)
   assert.ok(r.heapGrowth < 1 * MB, `heapUsed grew ${(r.heapGrowth / MB).toFixed(2)} MB`)
-  assert.ok(r.rssGrowth < 32 * MB, `rss grew ${(r.rssGrowth / MB).toFixed(2)} MB`)
-  t.diagnostic(`soak: ${r.calls} calls in ${(r.ms / 1000).toFixed(1)} s, ${r.ran} ran; heap ${(r.heapGrowth / 1024).toFixed(0)} KiB, rss ${(r.rssGrowth / 1024).toFixed(0)} KiB after warm-up; ${JSON.stringify(r.reasons)}`)
+  // Native memory (RSS outside V8's committed heap) over the second half; bounds as in
+  // untrusted-keys.test.mjs (Node 22/24 grow RSS in plain-JS loops too).
+  const major = Number(process.versions.node.split('.')[0])
+  const bound = major <= 20 ? 32 * MB : 64 * MB
+  assert.ok(r.nativeGrowth2 < bound, `native memory grew ${(r.nativeGrowth2 / MB).toFixed(2)} MB over the second 500 000 calls`)
+  t.diagnostic(`soak: ${r.calls} calls in ${(r.ms / 1000).toFixed(1)} s, ${r.ran} ran; heap ${(r.heapGrowth / 1024).toFixed(0)} KiB after 100 000 calls, native ${(r.nativeGrowth2 / 1024).toFixed(0)} KiB over the second half; ${JSON.stringify(r.reasons)}`)
 })

@@ -23,9 +23,17 @@ test('untrusted keys: 2 000 000 distinct keys leave ≤ 1000 alive, never evict 
   assert.equal(r.busyAlive, true, 'a busy key was evicted')
   assert.deepEqual(r.busyResults, Array.from({ length: 10 }, (_, i) => `busy-${i} done`))
   assert.deepEqual(r.busyAfter, Array(10).fill(0), 'busy keys settle into their own accounting')
-  // Warm (after 200 000 keys) → end (2 000 000): 1.8 M more keys. A leak of even 10 bytes a key
-  // would be 18 MB; measured growth is noise (heap shrinks slightly, RSS ±4 MB).
+  // JS heap (heapUsed): from warm (200 000 keys) to the end, 1.8 M more keys. Measured: it
+  // shrinks slightly, on every runtime.
   assert.ok(r.heapGrowth < 1 * MB, `heapUsed grew ${(r.heapGrowth / MB).toFixed(2)} MB`)
-  assert.ok(r.rssGrowth < 16 * MB, `rss grew ${(r.rssGrowth / MB).toFixed(2)} MB`)
-  t.diagnostic(`key flood: ${r.total} keys in ${(r.ms / 1000).toFixed(1)} s; heap ${(r.heapGrowth / 1024).toFixed(0)} KiB, rss ${(r.rssGrowth / 1024).toFixed(0)} KiB after warm-up`)
+  assert.ok(r.heapGrowth2 < 1 * MB, `heapUsed grew ${(r.heapGrowth2 / MB).toFixed(2)} MB in the second million`)
+  // Native memory (RSS outside V8's committed heap) over the second million keys. Node 20 is
+  // flat (±2 MB measured), so 12 MB there catches an engine leak of 12 bytes a key (less than
+  // any real per-key state). Node 22 and 24 grow RSS in the same loop WITHOUT resilix (plain JS
+  // Map control: +2.6 MB and +36 MB over the second million), so there only a gross leak
+  // (≥ 64 bytes a key) is asserted; the addon is the same binary on all three.
+  const major = Number(process.versions.node.split('.')[0])
+  const bound = major <= 20 ? 12 * MB : 64 * MB
+  assert.ok(r.nativeGrowth2 < bound, `native memory grew ${(r.nativeGrowth2 / MB).toFixed(2)} MB in the second million (bound ${bound / MB} MB on Node ${major})`)
+  t.diagnostic(`key flood: ${r.total} keys in ${(r.ms / 1000).toFixed(1)} s; heap ${(r.heapGrowth / 1024).toFixed(0)} KiB after 200 000 keys, native ${(r.nativeGrowth2 / 1024).toFixed(0)} KiB over the second million`)
 })

@@ -236,7 +236,8 @@ pub fn compute(run: &Run) -> Vec<Metric> {
         ],
         Measure::Production => {
             let shed = Run::first_after(&run.tr.refusal_times, 200.0);
-            let trip = Run::first_after(&run.tr.breaker_trips, 200.0);
+            let trips: Vec<u64> = run.tr.breaker_trips.iter().map(|t| t.0).collect();
+            let trip = Run::first_after(&trips, 200.0);
             let rule = Run::first_after(&run.tr.rule_trips, 200.0);
             let before = match (shed, trip) {
                 (Some(s), Some(t)) => Some(t - s),

@@ -1,5 +1,6 @@
 //! What one run records: the limiters' state every tick and every call that ended.
 
+use resilix::engine::breaker::TripCause;
 use resilix::engine::Verdict;
 
 pub const TICK_NS: u64 = 100_000_000;
@@ -34,8 +35,8 @@ pub struct Trace {
     pub refused: Vec<u32>,
     /// Refusal times, at most one per 10 ms (enough to find the first refusal after a time).
     pub refusal_times: Vec<u64>,
-    /// When the engine's own breaker, watching alongside, would have opened.
-    pub breaker_trips: Vec<u64>,
+    /// When (and why) the engine's own breaker, watching alongside, would have opened.
+    pub breaker_trips: Vec<(u64, TripCause)>,
     /// The same from the breaker's documented rule (breaker_rule.rs), as a cross-check.
     pub rule_trips: Vec<u64>,
 }

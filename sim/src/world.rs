@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use resilix::engine::breaker::{Breaker, BreakerState};
+use resilix::engine::breaker::Breaker;
 use resilix::engine::{BreakerOptions, SplitMix64, Verdict};
 
 use crate::breaker_rule::BreakerRule;
@@ -281,12 +281,6 @@ impl<'a> World<'a> {
         call.state = State::Running;
         call.permit = permit;
         call.admitted = self.now;
-        if !call.background {
-            // The breaker watches alongside as the policy set would ask it (outermost first),
-            // but never refuses: it only says when it would have opened. Closed, it says yes.
-            let c = call.client as usize;
-            let _ = self.clients[c].breaker.try_acquire(self.now);
-        }
         self.dispatch(id);
     }
 
@@ -329,9 +323,10 @@ impl<'a> World<'a> {
 
     fn watch_breaker(&mut self, c: usize, verdict: Verdict, latency_ns: u64) {
         let cl = &mut self.clients[c];
-        cl.breaker.on_result(self.now, verdict, latency_ns, false);
-        if cl.breaker.state(self.now) != BreakerState::Closed {
-            self.trace.breaker_trips.push(self.now);
+        // A shadow breaker: fed every settled call, never asked to gate one (`observe`). Its
+        // first trip is recorded, then a fresh one watches on.
+        if let Some(cause) = cl.breaker.observe(self.now, verdict, latency_ns) {
+            self.trace.breaker_trips.push((self.now, cause));
             cl.breaker = Breaker::new(&BreakerOptions::default());
         }
         if cl.rule.on_result(self.now, verdict, latency_ns) {

@@ -58,6 +58,36 @@ fn the_breaker_rule_trips_after_the_production_change_and_only_then() {
 }
 
 #[test]
+fn the_engine_breaker_trips_on_slow_calls_where_its_documented_rule_does() {
+    use resilix::engine::breaker::TripCause;
+    let sc = scenario("production");
+    let tr = resilix_sim::world::run(&sc, STATIC, 1);
+    let change = 200 * scenario::SEC;
+    let &(trip, cause) = tr
+        .breaker_trips
+        .iter()
+        .find(|t| t.0 >= change)
+        .expect("the engine breaker trips");
+    assert_eq!(cause, TripCause::SlowCallRate);
+    assert!(
+        tr.breaker_trips.iter().all(|t| t.0 >= change),
+        "tripped on healthy traffic"
+    );
+    let rule = *tr
+        .rule_trips
+        .iter()
+        .find(|&&t| t >= change)
+        .expect("the rule trips");
+    // The engine's window slides in 3 s buckets (10 per 30 s): it may trip up to one bucket
+    // earlier than the exact rolling window, never later.
+    let (trip_s, rule_s) = ((trip - change) as f64 / 1e9, (rule - change) as f64 / 1e9);
+    assert!(
+        trip_s <= rule_s + 0.5 && trip_s >= rule_s - 3.5,
+        "breaker {trip_s} s, rule {rule_s} s"
+    );
+}
+
+#[test]
 fn mark_is_what_the_limiter_sees_for_streams() {
     let with = metrics_of(&scenario("streaming"), STATIC, 1);
     let without = metrics_of(&scenario("streaming-no-mark"), STATIC, 1);

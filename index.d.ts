@@ -33,8 +33,9 @@ export interface CallContext {
   /**
    * First byte (or first token) arrived: the latency the limiter learns from is start → mark.
    * **If you stream, you must call `ctx.mark()`, or the limiter will mis-tune.**
+   * Bound to its call: it may be passed as a callback (`body.once('data', ctx.mark)`).
    */
-  mark(): void
+  readonly mark: () => void
 }
 
 export interface ExecuteOptions {
@@ -171,8 +172,8 @@ export interface Permit {
   readonly key: string
   /** True once released. */
   readonly released: boolean
-  /** First byte arrived (see `CallContext.mark`). */
-  mark(): void
+  /** First byte arrived (see `CallContext.mark`); bound, like it. */
+  readonly mark: () => void
   /** Settles the permit, exactly once. Default verdict `'success'`. A second release throws. */
   release(verdict?: Verdict): void
 }

@@ -218,11 +218,15 @@ class Resilix {
   _acquire(ks) {
     let p = native.acquire(ks.handle)
     if (p === STALE_HANDLE) {
-      // Evicted behind our back (cannot happen while calls are in flight); resolve again.
+      // Evicted behind our back (cannot happen while calls are in flight); resolve again, but
+      // keep this one KeyState for the key: the caller holds `ks` and may queue on it, and
+      // settles wake only the FIFO of the KeyState they hold (a second one stranded waiters).
       this._keys.delete(ks.name)
       const fresh = this._keyState(ks.name)
       if (fresh === null) return -10 - 5
       ks.handle = fresh.handle
+      ks.observed = -1
+      this._keys.set(ks.name, ks)
       p = native.acquire(ks.handle)
     }
     if (this._events.watching) this._observe(ks)
@@ -235,6 +239,8 @@ class Resilix {
       v = await call._fn(call)
     } catch (err) {
       this._settle(call, this._verdictOfError(call, err))
+      // As on the guarded path (_fnDone): a classify that throws rejects with its own error.
+      if (call._classifyError !== undefined) throw call._classifyError
       throw err
     }
     this._settle(call, this._verdictOfValue(call, v))
@@ -281,17 +287,30 @@ class Resilix {
       this._fnDone(call, false, err)
       return
     }
-    if (r !== null && (typeof r === 'object' || typeof r === 'function') && typeof r.then === 'function') {
-      r.then(
-        (v) => this._fnDone(call, true, v),
-        (e) => this._fnDone(call, false, e),
-      )
-    } else {
-      this._fnDone(call, true, r)
+    if (r !== null && (typeof r === 'object' || typeof r === 'function')) {
+      // A thenable is untrusted code: reading `then` or calling it may throw, and it may call
+      // back twice. Promise semantics: a throw rejects, the first callback wins (_fnDone ignores
+      // the rest), so the permit is settled exactly once whatever the thenable does.
+      try {
+        const then = r.then
+        if (typeof then === 'function') {
+          then.call(
+            r,
+            (v) => this._fnDone(call, true, v),
+            (e) => this._fnDone(call, false, e),
+          )
+          return
+        }
+      } catch (err) {
+        this._fnDone(call, false, err)
+        return
+      }
     }
+    this._fnDone(call, true, r)
   }
 
   _fnDone(call, ok, x) {
+    if (call._state !== RUNNING) return // a thenable calling back twice, or throwing after
     let verdict
     if (call._cancelled) verdict = V.CANCELLED
     else if (call._timedOut) verdict = V.TIMEOUT

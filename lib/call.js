@@ -22,6 +22,7 @@ class Call {
     this._permit = -1
     this._state = WAITING
     this._marked = false
+    this._markFn = null
     this._timedOut = false
     this._controller = null
     this._classifyError = undefined
@@ -45,8 +46,15 @@ class Call {
   /**
    * Marks the first byte (or first token) of the response: the latency the limiter learns from
    * is start → mark. Only the first mark counts; after the call settles it is a no-op.
+   * Bound on first read, so it works passed as a callback (`res.once('data', ctx.mark)`); a
+   * method would throw there (`this` undefined) or silently mark nothing (`this` the emitter).
    */
-  mark() {
+  get mark() {
+    if (this._markFn === null) this._markFn = () => this._doMark()
+    return this._markFn
+  }
+
+  _doMark() {
     if (this._marked || this._state !== RUNNING) return
     this._marked = true
     this._rx._mark(this)

@@ -6,7 +6,8 @@
 
 // Time is the engine's clock in ms (lib/native.js clockCell / nowMs), not performance.now():
 // add() receives the time of the acquire that started the call, so a call reads no clock.
-const { nowMs } = require('../native.js')
+const { native } = require('./native')
+const nowMs = () => native.nowMs()
 
 class DeadlineList {
   constructor(ms) {

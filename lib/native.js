@@ -1,7 +1,8 @@
 'use strict'
 // The binding, loaded once. Outcome codes mirror src/binding/codes.rs.
 
-const native = require('../native.js')
+// Through load-native: where no binary matches, its error says what was detected and what to do.
+const native = require('./load-native.js').loadNative()
 
 module.exports = {
   native,

@@ -119,7 +119,14 @@ function normalize(options) {
     throw typeError(`option classify must be a function, got ${describe(classify)}`)
   }
   let seed
-  if (options.seed !== undefined) seed = checkNumber('seed', options.seed)
+  if (options.seed !== undefined) {
+    seed = checkNumber('seed', options.seed)
+    // The binding would quietly replace NaN by a random seed and saturate the rest: a seed that
+    // is meant to make a run reproducible must be exactly what the caller wrote.
+    if (!Number.isSafeInteger(seed) || seed < 0) {
+      throw new RangeError(`resilix: seed must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER}, got ${seed}`)
+    }
+  }
   return { native, timeoutMs: timeoutOption('timeoutMs', options.timeoutMs), classify, seed }
 }
 

@@ -12,11 +12,20 @@ class Permit {
     this._ks = ks
     this._permit = permit
     this._marked = false
+    this._markFn = null
     this._released = false
   }
 
-  /** First byte arrived: the limiter's latency sample ends here. Later marks are ignored. */
-  mark() {
+  /**
+   * First byte arrived: the limiter's latency sample ends here. Later marks are ignored.
+   * Bound on first read, so that it can be passed as a callback (see Call#mark).
+   */
+  get mark() {
+    if (this._markFn === null) this._markFn = () => this._doMark()
+    return this._markFn
+  }
+
+  _doMark() {
     if (this._marked || this._released) return
     this._marked = true
     this._rx._native.mark(this._ks.handle, this._permit)

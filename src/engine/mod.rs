@@ -16,6 +16,7 @@ mod sample;
 mod verdict;
 
 pub use self::core::Engine;
+pub use breaker::{BreakerState, BreakerTransition, TripCause, WindowCounts};
 pub use clock::{Clock, ManualClock, MonotonicClock, Nanos, NANOS_PER_MS};
 pub use options::{
     Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, OptionError, PolicyOptions,

@@ -109,26 +109,31 @@ impl Default for LimiterOptions {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BreakerOptions {
-    /// Open when at least this fraction of the window's calls failed. 0.5: resilience4j.
+    /// Open when at least this fraction of the window's calls failed. 0.5: resilience4j
+    /// `failureRateThreshold` 50, Hystrix `errorThresholdPercentage` 50 (Polly v8's 0.1 trips on
+    /// the sporadic 5xx any third-party API has). ADR 0200.
     pub failure_rate: f64,
-    /// Open when at least this fraction of the window's calls were slow. 0.5: a guess
-    /// (resilience4j uses 1.0, which never trips while a few fast calls remain).
+    /// Open when at least this fraction of the window's calls were slow. 0.5: a guess, equal to
+    /// the failure rate (resilience4j uses 1.0, which never trips while a few fast calls remain).
     pub slow_call_rate: f64,
-    /// A call whose latency (honouring `mark()`) is at least this is slow. 5 000 ms: a guess.
+    /// A call whose latency (honouring `mark()`) is at least this is slow. 5 000 ms: a guess
+    /// (resilience4j uses 60 s, as long as a typical client timeout: it would never see the
+    /// spec's production incident, p50 0.35 s → 10.4 s). The simulator compares against it.
     pub slow_call_ms: u64,
-    /// Rates are judged only once the window holds this many calls. 20: a guess
+    /// Rates are judged only once the window holds this many calls. 20: Hystrix
+    /// `requestVolumeThreshold` and MicroProfile Fault Tolerance `requestVolumeThreshold`
     /// (resilience4j and Polly use 100, which a low-traffic service never reaches).
     pub minimum_calls: u32,
-    /// The rolling window the rates are computed over. 30 000 ms: Polly's SamplingDuration.
+    /// The rolling window the rates are computed over. 30 000 ms: Polly's `SamplingDuration`.
     pub window_ms: u64,
     /// Open on this many consecutive failures whatever the volume. 5: cockatiel's
-    /// ConsecutiveBreaker example; the low-traffic backstop.
+    /// `ConsecutiveBreaker(5)` README example; the low-traffic backstop.
     pub consecutive_failures: u32,
     /// How long the breaker stays open before half-open probes. 10 000 ms: cockatiel's
-    /// `halfOpenAfter` example; a guess between Polly's 5 s and resilience4j's 60 s.
+    /// documented `halfOpenAfter` default; between Polly's and Hystrix's 5 s and resilience4j's 60 s.
     pub open_ms: u64,
-    /// Probes admitted while half-open; all must succeed to close. 3: a guess
-    /// (resilience4j uses 10, which takes too long at low traffic).
+    /// Probes admitted while half-open; all must succeed to close. 3: a guess between Polly's
+    /// and cockatiel's 1 (one lucky call closes it) and resilience4j's 10 (too slow at low traffic).
     pub half_open_probes: u32,
 }
 

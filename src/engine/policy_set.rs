@@ -1,7 +1,7 @@
 //! One key's policies, composed in the spec's order (§8), outermost first:
 //! breaker → limiter (+ queue) → bulkhead. The timeout lives in JS.
 
-use crate::engine::breaker::{Breaker, BreakerState};
+use crate::engine::breaker::{Breaker, BreakerState, BreakerTransition};
 use crate::engine::bulkhead::Bulkhead;
 use crate::engine::limiter::Limiter;
 use crate::engine::options::{Algorithm, PolicyOptions};
@@ -113,7 +113,7 @@ impl PolicySet {
                 Some(p) => p,
                 None => return Acquired::Rejected(RejectReason::Breaker),
             },
-            None => false,
+            None => 0,
         };
         if let Some(l) = &mut self.limiter {
             match l.admit(now, rng) {
@@ -155,7 +155,7 @@ impl PolicySet {
                     return Some(Acquired::Rejected(RejectReason::Breaker));
                 }
             },
-            None => false,
+            None => 0,
         };
         if !limiter.admit_queued(now) {
             self.give_back_probe(probe);
@@ -172,7 +172,7 @@ impl PolicySet {
 
     /// Past the limiter: the bulkhead, then a permit.
     #[inline]
-    fn enter(&mut self, now: Nanos, probe: bool) -> Acquired {
+    fn enter(&mut self, now: Nanos, probe: u32) -> Acquired {
         if let Some(b) = &mut self.bulkhead {
             if !b.try_acquire() {
                 return self.refuse(probe, RejectReason::Bulkhead, true);
@@ -182,7 +182,7 @@ impl PolicySet {
             Some(l) => l.inflight(),
             None => self.permits.live() + 1,
         };
-        match self.permits.alloc(now, inflight, probe) {
+        match self.permits.alloc_probe(now, inflight, probe) {
             Some(id) => Acquired::Permit(id),
             None => {
                 if let Some(b) = &mut self.bulkhead {
@@ -194,7 +194,7 @@ impl PolicySet {
     }
 
     /// Undo what the outer policies granted to a call refused further in.
-    fn refuse(&mut self, probe: bool, reason: RejectReason, limiter_admitted: bool) -> Acquired {
+    fn refuse(&mut self, probe: u32, reason: RejectReason, limiter_admitted: bool) -> Acquired {
         if limiter_admitted {
             if let Some(l) = &mut self.limiter {
                 l.release(0, None);
@@ -204,10 +204,10 @@ impl PolicySet {
         Acquired::Rejected(reason)
     }
 
-    fn give_back_probe(&mut self, probe: bool) {
-        if probe {
+    fn give_back_probe(&mut self, probe: u32) {
+        if probe != 0 {
             if let Some(b) = &mut self.breaker {
-                b.release_probe();
+                b.release_probe(probe);
             }
         }
     }
@@ -243,7 +243,7 @@ impl PolicySet {
             self.last_latency_ns = latency_ns;
         }
         if let Some(b) = &mut self.breaker {
-            b.on_result(end, verdict, latency_ns, slot.probe);
+            b.on_result(end, verdict, latency_ns, slot.probe_cycle);
         }
         if let Some(b) = &mut self.bulkhead {
             b.release();
@@ -261,6 +261,30 @@ impl PolicySet {
             }
             None => Ok(0),
         }
+    }
+
+    /// How many waiters could be admitted right now (0 without a limiter). The binding asks
+    /// after an acquire that queued: a limit that grew on that acquire admits waiters at once.
+    #[inline]
+    pub fn wakeable(&self) -> u32 {
+        self.limiter.as_ref().map_or(0, |l| l.wakeable())
+    }
+
+    /// The breaker's last state change (`None`: no breaker, or no change yet). O(1): poll its
+    /// `seq` after acquire / admit_queued / settle to emit state-change events.
+    #[inline]
+    pub fn breaker_transition(&self) -> Option<BreakerTransition> {
+        self.breaker.as_ref().and_then(|b| b.last_transition())
+    }
+
+    /// The breaker, if on (read-only: window counts, probes, options).
+    pub fn breaker(&self) -> Option<&Breaker> {
+        self.breaker.as_ref()
+    }
+
+    /// The limiter, if on (read-only).
+    pub fn limiter(&self) -> Option<&Limiter> {
+        self.limiter.as_ref()
     }
 
     /// Nothing in flight and nobody waiting: the registry may evict this key.

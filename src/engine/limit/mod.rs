@@ -2,6 +2,7 @@
 //! no permits and read no clock; the [`Limiter`](crate::engine::limiter::Limiter) owns permits.
 
 mod fixed;
+pub mod quantile;
 
 pub use fixed::FixedLimit;
 
@@ -60,7 +61,10 @@ impl Limit {
 
     pub fn stats(&self) -> LimitStats {
         match self {
-            Limit::Fixed(l) => LimitStats { limit: l.current(), ..LimitStats::default() },
+            Limit::Fixed(l) => LimitStats {
+                limit: l.current(),
+                ..LimitStats::default()
+            },
         }
     }
 }

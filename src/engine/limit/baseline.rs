@@ -1,0 +1,72 @@
+//! The no-load reference latency (spec §5.3, Uber's shape; ADR 0102).
+//!
+//! - Down: it follows the *smoothed* window quantile when that is lower. A single lucky fast
+//!   response cannot reach it: it is one sample of a window's p90, then a median of three
+//!   windows, then an EMA (Netflix #37/#34).
+//! - Up: only by a correlation reset. Over a memory of `correlationWindow` windows, when more
+//!   inflight bought more throughput (corr ≥ 0.7) without buying latency (corr ≤ 0.3), the
+//!   upstream was not queueing, so the latency seen now *is* its no-load latency: the baseline
+//!   resets to it. That is how a permanent shift of the upstream's normal latency is learnt.
+//!   In a saturation incident more inflight buys only latency, so it never resets upward
+//!   (failsafe-go #127, Netflix #165).
+//! - Only windows whose calls were mostly healthy (success/answered) are shown to it: a
+//!   timeout or failure latency is evidence of trouble, not of the upstream's normal.
+
+use super::correlation::Correlation;
+
+/// corr(inflight, throughput) at or above which more concurrency "buys throughput". Ours, a guess
+/// between failsafe-go's 0.3 veto line and certainty.
+pub const RESET_THROUGHPUT_CORR: f64 = 0.7;
+/// corr(inflight, latency) at or below which latency did not grow with concurrency. Ours, a guess
+/// (failsafe-go treats > 0.5 as "latency grows with inflight").
+pub const RESET_LATENCY_CORR: f64 = 0.3;
+
+#[derive(Clone, Debug)]
+pub struct Baseline {
+    /// ns; 0 until the first healthy window.
+    pub value: f64,
+    corr: Correlation,
+    /// Windows of evidence needed before a reset or a saturation verdict.
+    min_windows: u32,
+    /// Upward resets so far (stats/tests).
+    pub resets: u32,
+}
+
+impl Baseline {
+    pub fn new(correlation_window: u32) -> Self {
+        Baseline {
+            value: 0.0,
+            corr: Correlation::new(correlation_window),
+            min_windows: (correlation_window / 5).max(5),
+            resets: 0,
+        }
+    }
+
+    /// One healthy window: the smoothed latency, the window's own quantile (ns: the
+    /// correlation wants the raw window, not a filter lagging behind inflight) and its mean inflight.
+    pub fn observe(&mut self, smoothed: f64, median: f64, mean_inflight: f64) {
+        if median > 0.0 && mean_inflight > 0.0 {
+            // Little's law: throughput = inflight / latency (failsafe-go's estimate).
+            self.corr
+                .push(mean_inflight, mean_inflight / median, median);
+        }
+        if self.value == 0.0 || smoothed < self.value {
+            self.value = smoothed;
+        } else if self.corr.len() >= self.min_windows
+            && self.corr.throughput() >= RESET_THROUGHPUT_CORR
+            && self.corr.latency() <= RESET_LATENCY_CORR
+        {
+            self.value = smoothed;
+            self.corr.clear();
+            self.resets += 1;
+        }
+    }
+
+    /// More inflight buys latency, not throughput: the upstream is saturated, whatever the
+    /// baseline says (failsafe-go's veto; the cure for a baseline taken under load, Envoy #38338).
+    pub fn saturated(&self) -> bool {
+        self.corr.len() >= self.min_windows
+            && self.corr.throughput() < RESET_LATENCY_CORR
+            && self.corr.latency() > RESET_THROUGHPUT_CORR
+    }
+}

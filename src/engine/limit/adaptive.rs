@@ -53,6 +53,8 @@ pub struct Adaptive {
     update_ns: u64,
     last_eval: Nanos,
     last_activity: Nanos,
+    /// Vegas hold dither direction (see `close_window`).
+    dither_up: bool,
     pressure: Pressure,
     window: Window,
     filter: LatencyFilter,
@@ -78,6 +80,7 @@ impl Adaptive {
             update_ns: o.update_interval_ms.saturating_mul(NANOS_PER_MS),
             last_eval: now,
             last_activity: now,
+            dither_up: true,
             pressure: Pressure::default(),
             window: Window::new(o.quantile, now),
             filter: LatencyFilter::default(),
@@ -226,6 +229,14 @@ impl Adaptive {
             if self.kind == Kind::Vegas && full && next >= before && self.baseline.saturated() {
                 // More inflight buys only latency: the baseline is stale (taken under load).
                 next = before - vegas::log_factor(before);
+            } else if self.kind == Kind::Vegas && full && healthy && next == before {
+                // A Vegas hold freezes inflight, and a frozen inflight gives the baseline's
+                // correlation nothing to read: a limit held at 8 after a permanent latency shift
+                // would stay there forever. Alternate +f / −f while holding: one extra call in
+                // flight every other window is the whole cost of the evidence (ADR 0102).
+                let f = vegas::log_factor(before);
+                next = if self.dither_up { before + f } else { before - f };
+                self.dither_up = !self.dither_up;
             } else if self.kind == Kind::Gradient2 && next > before && self.baseline.saturated() {
                 next = before;
             }
@@ -244,6 +255,11 @@ impl Adaptive {
             smoothed_ms: self.filter.smoothed / NANOS_PER_MS as f64,
             window_samples: self.window.count,
         }
+    }
+
+    #[cfg(test)]
+    pub fn debug(&self) -> String {
+        self.baseline.debug()
     }
 
     #[cfg(test)]

@@ -26,6 +26,11 @@ pub struct Baseline {
     /// ns; 0 until the first healthy window.
     pub value: f64,
     corr: Correlation,
+    /// The same with a memory of `min_windows`: a reset needs the evidence to hold *now* too.
+    /// Across a regime change (healthy at high inflight, then an incident at lower inflight)
+    /// the long memory alone reads "more inflight, more throughput"; the short one sees the
+    /// incident's latency growing with inflight and vetoes the reset.
+    recent: Correlation,
     /// Windows of evidence needed before a reset or a saturation verdict.
     min_windows: u32,
     /// Upward resets so far (stats/tests).
@@ -34,10 +39,12 @@ pub struct Baseline {
 
 impl Baseline {
     pub fn new(correlation_window: u32) -> Self {
+        let min_windows = (correlation_window / 5).max(5);
         Baseline {
             value: 0.0,
             corr: Correlation::new(correlation_window),
-            min_windows: (correlation_window / 5).max(5),
+            recent: Correlation::new(min_windows),
+            min_windows,
             resets: 0,
         }
     }
@@ -47,19 +54,37 @@ impl Baseline {
     pub fn observe(&mut self, smoothed: f64, median: f64, mean_inflight: f64) {
         if median > 0.0 && mean_inflight > 0.0 {
             // Little's law: throughput = inflight / latency (failsafe-go's estimate).
-            self.corr
-                .push(mean_inflight, mean_inflight / median, median);
+            self.corr.push(mean_inflight, mean_inflight / median, median);
+            self.recent.push(mean_inflight, mean_inflight / median, median);
         }
         if self.value == 0.0 || smoothed < self.value {
             self.value = smoothed;
         } else if self.corr.len() >= self.min_windows
             && self.corr.throughput() >= RESET_THROUGHPUT_CORR
             && self.corr.latency() <= RESET_LATENCY_CORR
+            && self.recent.varied()
+            && self.recent.throughput() >= RESET_THROUGHPUT_CORR
+            && self.recent.latency() <= RESET_LATENCY_CORR
         {
             self.value = smoothed;
             self.corr.clear();
+            self.recent.clear();
             self.resets += 1;
         }
+    }
+
+    #[cfg(test)]
+    pub fn debug(&self) -> String {
+        format!(
+            "long n={} thr={:.2} lat={:.2} | recent n={} varied={} thr={:.2} lat={:.2}",
+            self.corr.len(),
+            self.corr.throughput(),
+            self.corr.latency(),
+            self.recent.len(),
+            self.recent.varied(),
+            self.recent.throughput(),
+            self.recent.latency()
+        )
     }
 
     /// More inflight buys latency, not throughput: the upstream is saturated, whatever the

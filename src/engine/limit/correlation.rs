@@ -63,7 +63,7 @@ impl Correlation {
 
     /// Inflight must actually have varied (coefficient of variation ≥ 2 %) for a
     /// correlation to mean anything; otherwise there is no evidence either way.
-    fn varied(&self) -> bool {
+    pub fn varied(&self) -> bool {
         self.n >= 3 && self.vx.sqrt() >= 0.02 * self.mx.abs().max(1e-9)
     }
 

@@ -674,3 +674,175 @@ fn per_key_memory_is_small() {
         size_of::<Limit>()
     );
 }
+
+// ---------------------------------------------------------------- REFERENCE.md failure modes
+
+/// Netflix #37 / #34: one lucky fast response becomes the no-load baseline; the limit collapses.
+#[test]
+fn regression_netflix_37_lucky_fast_sample() {
+    let mut l = Limit::new(&opts(Algorithm::Vegas), 0);
+    let t = healthy(&mut l, 0, 60, 100, 50, 30);
+    let (lim, base) = (l.current(), l.stats().baseline_ms);
+    feed(&mut l, t, 1, 30, Verdict::Success); // the lucky one
+    let t = healthy(&mut l, t + 10 * MS, 60, 100, 50, 30);
+    // And a lucky *window* (one window of 5 ms answers) is rejected by the median filter.
+    let t = healthy(&mut l, t, 2, 100, 5, 30);
+    healthy(&mut l, t, 60, 100, 50, 30);
+    let s = l.stats();
+    assert!(s.baseline_ms >= 0.95 * base, "baseline {base} → {}", s.baseline_ms);
+    assert!(l.current() >= lim, "limit collapsed {lim} → {}", l.current());
+}
+
+/// Netflix #165: the probe takes a loaded sample as the baseline; the limiter stops limiting.
+/// Ours has no probe; the correlation reset must never fire while the upstream is saturated.
+#[test]
+fn regression_netflix_165_probe_takes_loaded_baseline() {
+    let mut sim = Sim::new(opts(Algorithm::Vegas));
+    sim.start_closed(200);
+    sim.run(1_800 * S, Upstream::new(50.0, 50), 0.0, false);
+    let (mean, _, hi) = sim.limits(900 * S, 1_800 * S);
+    let s = sim.stats();
+    eprintln!("#165: 30 min saturated: mean {mean:.1} max {hi} {s:?}");
+    assert!(s.baseline_ms < 65.0, "baseline became loaded: {}", s.baseline_ms);
+    assert!(hi <= 65, "stopped limiting: {hi}");
+}
+
+/// Netflix #137: every call ends at the same client timeout; no RTT variance; limit → max.
+#[test]
+fn regression_netflix_137_stable_client_timeout() {
+    for alg in all() {
+        let mut sim = Sim::new(opts(alg));
+        sim.start_closed(200);
+        let up = Upstream { sigma: 0.0, timeout: 200 * MS, ..Upstream::new(5.0, 500) };
+        sim.run(120 * S, up, 0.0, false);
+        let (_, _, hi) = sim.limits(0, 120 * S);
+        assert!(hi <= 20, "{alg:?} grew on timeouts: {hi}");
+        assert_eq!(sim.limit.current(), 4, "{alg:?}");
+    }
+}
+
+/// Netflix #176: drops return near-zero latency, read as "fast"; the limit keeps falling
+/// (the 1 ms drops poison the baseline, so every normal call then looks queued).
+#[test]
+fn regression_netflix_176_drops_read_as_fast() {
+    for alg in [Algorithm::Vegas, Algorithm::Gradient2] {
+        let mut l = Limit::new(&opts(alg), 0);
+        let t = healthy(&mut l, 0, 60, 100, 50, 30);
+        let base = l.stats().baseline_ms;
+        // 30 s of fast 500s and the occasional 1 ms 429, interleaved with nothing else.
+        let mut t2 = t;
+        let mut i = 0;
+        while t2 < t + 30 * S {
+            let v = if i % 50 == 0 { Verdict::Overload } else { Verdict::Failure };
+            feed(&mut l, t2, 1, 20, v);
+            t2 += 10 * MS;
+            i += 1;
+        }
+        assert!(l.stats().baseline_ms >= 0.95 * base, "{alg:?}: baseline poisoned {base} → {}", l.stats().baseline_ms);
+        // The upstream heals at its old latency: the limit must climb again, not keep falling.
+        let low = l.current();
+        healthy(&mut l, t2, 120, 100, 50, 60);
+        eprintln!("#176 {alg:?}: {low} → {}", l.current());
+        assert!(l.current() > low, "{alg:?}: kept falling after the drops: {low} → {}", l.current());
+    }
+}
+
+/// Netflix PR #134: Gradient2 under modest overload (gradient ≈ 0.8) creeps upward forever.
+/// With headroom only inside the tolerance, a gradient below 1 can only shrink the limit.
+#[test]
+fn regression_netflix_pr134_gradient2_modest_overload_creeps_up() {
+    // The rule itself: at gradient 0.8, whatever the limit, the next limit is lower.
+    for l in [4.0, 10.0, 20.0, 50.0, 200.0] {
+        let next = super::gradient2::next(l, 50.0, 1.5 * 50.0 / 0.8, 1.5, 0.2);
+        assert!(next < l, "gradient 0.8 grew {l} → {next}");
+    }
+    // And in closed loop against C = 20 for 30 minutes: no creep.
+    let mut sim = Sim::new(opts(Algorithm::Gradient2));
+    sim.start_closed(200);
+    sim.run(1_800 * S, Upstream { timeout: 60 * S, ..Upstream::new(20.0, 50) }, 0.0, false);
+    let (early, _, _) = sim.limits(600 * S, 1_200 * S);
+    let (late, _, hi) = sim.limits(1_200 * S, 1_800 * S);
+    eprintln!("#134: mean 10-20 min {early:.1}, 20-30 min {late:.1}, max {hi} {:?}", sim.stats());
+    assert!(late <= early * 1.05, "crept up: {early} → {late}");
+    assert!(hi <= 36, "beyond 1.5 C + headroom: {hi}");
+}
+
+/// go-concurrency-limits #117, camunda #3306: after heavy load subsides, the limit stays at its
+/// floor and never heals (demand is now low, so the app-limited rule forbids growth).
+#[test]
+fn regression_go_concurrency_limits_117_never_heals_after_heavy_load() {
+    for alg in [Algorithm::Vegas, Algorithm::Gradient2] {
+        let mut sim = Sim::new(opts(alg));
+        sim.start_closed(200);
+        sim.run(30 * S, Upstream::new(50.0, 50), 0.0, false);
+        let heavy = Upstream { timeout: 2 * S, ..Upstream::new(4.0, 50) };
+        sim.run(330 * S, heavy, 0.0, true);
+        sim.run(335 * S, heavy, 0.0, true);
+        let floor = sim.limit.current();
+        // Load subsides: two callers, a healthy upstream.
+        sim.start_closed(2);
+        sim.run(600 * S, Upstream::new(50.0, 50), 0.0, false);
+        eprintln!("#117 {alg:?}: floor {floor} → {} {:?}", sim.limit.current(), sim.stats());
+        assert!(floor <= 10, "{alg:?} heavy load did not push the limit down: {floor}");
+        assert!(sim.limit.current() >= 20, "{alg:?} never healed: {}", sim.limit.current());
+    }
+}
+
+/// failsafe-go #127: in a long incident the baseline drifts up to the degraded latency and
+/// decreases stop.
+#[test]
+fn regression_failsafe_go_127_baseline_drifts_up_in_long_incident() {
+    for alg in [Algorithm::Vegas, Algorithm::Gradient2] {
+        let mut sim = Sim::new(opts(alg));
+        sim.start_closed(200);
+        sim.run(120 * S, Upstream::new(50.0, 50), 0.0, false);
+        let base = sim.stats().baseline_ms;
+        // The incident: capacity falls to 5 for 30 minutes (latency ∝ inflight / 5).
+        let incident = Upstream { timeout: 60 * S, ..Upstream::new(5.0, 50) };
+        sim.run(1_920 * S, incident, 0.0, false);
+        let s = sim.stats();
+        let (mean, _, hi) = sim.limits(1_020 * S, 1_920 * S);
+        eprintln!("#127 {alg:?}: base {base:.1} → {:.1}, limit mean {mean:.1} max {hi}", s.baseline_ms);
+        assert!(s.baseline_ms <= 1.3 * base, "{alg:?} baseline drifted up: {base} → {}", s.baseline_ms);
+        assert!(mean <= 15.0, "{alg:?} stopped decreasing: mean limit {mean} vs capacity 5");
+    }
+}
+
+/// Envoy #38338: a baseline measured while overloaded never recovers.
+#[test]
+fn regression_envoy_38338_baseline_measured_while_overloaded() {
+    let mut sim = Sim::new(opts(Algorithm::Vegas));
+    sim.start_closed(200);
+    // From the first call the upstream (C = 5) is 4× overloaded at the initial limit of 20.
+    sim.run(900 * S, Upstream { timeout: 60 * S, ..Upstream::new(5.0, 50) }, 0.0, false);
+    let s = sim.stats();
+    let (mean, _, _) = sim.limits(600 * S, 900 * S);
+    eprintln!("#38338: {s:?} mean {mean:.1}");
+    assert!(s.baseline_ms <= 80.0, "baseline still loaded: {}", s.baseline_ms);
+    assert!(mean <= 12.0, "limit {mean} vs C = 5");
+}
+
+/// The failsafe-go window rule (a window needs ≥ 50 calls) at 20 calls a minute: never acts.
+#[test]
+fn regression_failsafe_go_too_few_samples_per_window() {
+    too_few_samples_per_window_still_closes_windows();
+}
+
+/// Spec §5.3: a permanent shift of the upstream's normal latency is learnt (the running
+/// minimum of Netflix's Vegas never recovers from it).
+#[test]
+fn baseline_recovers_from_a_permanent_shift() {
+    let mut sim = Sim::new(opts(Algorithm::Vegas));
+    sim.start_closed(200);
+    sim.run(200 * S, Upstream::new(50.0, 50), 0.0, false);
+    let before = sim.stats().baseline_ms;
+    sim.run(600 * S, Upstream::new(50.0, 150), 0.0, false);
+    let s = sim.stats();
+    let (mean, lo, _) = sim.limits(400 * S, 600 * S);
+    if let Limit::Adaptive(a) = &sim.limit {
+        eprintln!("shift corr: {}", a.debug());
+    }
+    eprintln!("shift: base {before:.1} → {:.1}, limit mean {mean:.1} min {lo}", s.baseline_ms);
+    assert!(s.baseline_ms >= 2.0 * before, "baseline never followed the shift: {before} → {}", s.baseline_ms);
+    assert!(mean >= 40.0, "limit stayed clamped after the shift: {mean} vs C = 50");
+}

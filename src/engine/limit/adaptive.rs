@@ -179,6 +179,7 @@ impl Adaptive {
             let factor = if p.timeout > 0 { b * b } else { b };
             self.limit = self.clamp(self.limit * factor);
             decreased = true;
+            self.baseline.forget(); // an incident: evidence from before it is moot
         } else if self.kind == Kind::Aimd
             && p.healthy > 0
             && p.healthy * 2 >= p.total
@@ -235,7 +236,11 @@ impl Adaptive {
                 // would stay there forever. Alternate +f / −f while holding: one extra call in
                 // flight every other window is the whole cost of the evidence (ADR 0102).
                 let f = vegas::log_factor(before);
-                next = if self.dither_up { before + f } else { before - f };
+                next = if self.dither_up {
+                    before + f
+                } else {
+                    before - f
+                };
                 self.dither_up = !self.dither_up;
             } else if self.kind == Kind::Gradient2 && next > before && self.baseline.saturated() {
                 next = before;

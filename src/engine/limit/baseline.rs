@@ -21,6 +21,14 @@ pub const RESET_THROUGHPUT_CORR: f64 = 0.7;
 /// (failsafe-go treats > 0.5 as "latency grows with inflight").
 pub const RESET_LATENCY_CORR: f64 = 0.3;
 
+/// A reset also needs the window at hand to look like the evidence (within 25 % of its
+/// mean): the first window of an incident is not the new normal. Ours, a guess.
+pub const STABLE_LATENCY: f64 = 1.25;
+
+/// A window whose latency is this far from the recent mean (either way) starts a new regime.
+/// Ours, a guess: well above window-to-window noise of a p90, well below an incident.
+pub const REGIME_JUMP: f64 = 2.0;
+
 #[derive(Clone, Debug)]
 pub struct Baseline {
     /// ns; 0 until the first healthy window.
@@ -52,10 +60,19 @@ impl Baseline {
     /// One healthy window: the smoothed latency, the window's own quantile (ns: the
     /// correlation wants the raw window, not a filter lagging behind inflight) and its mean inflight.
     pub fn observe(&mut self, smoothed: f64, median: f64, mean_inflight: f64) {
+        let m = self.recent.mean_latency();
+        if self.recent.len() > 0 && (median > REGIME_JUMP * m || median * REGIME_JUMP < m) {
+            // A regime change (an incident starts or ends, a deploy): windows from before and
+            // after must not be correlated with each other, or "high inflight & fast, then low
+            // inflight & slow" reads as "more inflight buys throughput".
+            self.forget();
+        }
         if median > 0.0 && mean_inflight > 0.0 {
             // Little's law: throughput = inflight / latency (failsafe-go's estimate).
-            self.corr.push(mean_inflight, mean_inflight / median, median);
-            self.recent.push(mean_inflight, mean_inflight / median, median);
+            self.corr
+                .push(mean_inflight, mean_inflight / median, median);
+            self.recent
+                .push(mean_inflight, mean_inflight / median, median);
         }
         if self.value == 0.0 || smoothed < self.value {
             self.value = smoothed;
@@ -65,12 +82,21 @@ impl Baseline {
             && self.recent.varied()
             && self.recent.throughput() >= RESET_THROUGHPUT_CORR
             && self.recent.latency() <= RESET_LATENCY_CORR
+            && median <= STABLE_LATENCY * self.recent.mean_latency()
         {
-            self.value = smoothed;
+            // To the latency the evidence was gathered at, not past it: a window that just
+            // turned bad (the first of an incident) must not become the new normal.
+            self.value = smoothed.min(self.recent.mean_latency()).max(self.value);
             self.corr.clear();
             self.recent.clear();
             self.resets += 1;
         }
+    }
+
+    /// Drop the correlation evidence (a regime change, or the limit was cut by drops).
+    pub fn forget(&mut self) {
+        self.corr.clear();
+        self.recent.clear();
     }
 
     #[cfg(test)]

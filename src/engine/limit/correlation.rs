@@ -76,6 +76,11 @@ impl Correlation {
         }
     }
 
+    /// The weighted mean latency over the memory (ns).
+    pub fn mean_latency(&self) -> f64 {
+        self.mz
+    }
+
     /// corr(inflight, throughput); 0 without evidence.
     pub fn throughput(&self) -> f64 {
         if self.varied() {

@@ -326,6 +326,9 @@ fn decreases_when_a_queue_builds_and_clamps_at_min() {
         let before = sim.limit.current();
         sim.run(200 * S, Upstream::new(10.0, 50), 0.0, false); // capacity drops: a queue builds
         let after = sim.limit.current();
+        if let Limit::Adaptive(a) = &sim.limit {
+            eprintln!("{alg:?} corr {} resets {}", a.debug(), a.baseline_resets());
+        }
         eprintln!("{alg:?}: queue builds {before} → {after} {:?}", sim.stats());
         assert!(
             after < before / 3,
@@ -689,8 +692,16 @@ fn regression_netflix_37_lucky_fast_sample() {
     let t = healthy(&mut l, t, 2, 100, 5, 30);
     healthy(&mut l, t, 60, 100, 50, 30);
     let s = l.stats();
-    assert!(s.baseline_ms >= 0.95 * base, "baseline {base} → {}", s.baseline_ms);
-    assert!(l.current() >= lim, "limit collapsed {lim} → {}", l.current());
+    assert!(
+        s.baseline_ms >= 0.95 * base,
+        "baseline {base} → {}",
+        s.baseline_ms
+    );
+    assert!(
+        l.current() >= lim,
+        "limit collapsed {lim} → {}",
+        l.current()
+    );
 }
 
 /// Netflix #165: the probe takes a loaded sample as the baseline; the limiter stops limiting.
@@ -703,7 +714,11 @@ fn regression_netflix_165_probe_takes_loaded_baseline() {
     let (mean, _, hi) = sim.limits(900 * S, 1_800 * S);
     let s = sim.stats();
     eprintln!("#165: 30 min saturated: mean {mean:.1} max {hi} {s:?}");
-    assert!(s.baseline_ms < 65.0, "baseline became loaded: {}", s.baseline_ms);
+    assert!(
+        s.baseline_ms < 65.0,
+        "baseline became loaded: {}",
+        s.baseline_ms
+    );
     assert!(hi <= 65, "stopped limiting: {hi}");
 }
 
@@ -713,7 +728,11 @@ fn regression_netflix_137_stable_client_timeout() {
     for alg in all() {
         let mut sim = Sim::new(opts(alg));
         sim.start_closed(200);
-        let up = Upstream { sigma: 0.0, timeout: 200 * MS, ..Upstream::new(5.0, 500) };
+        let up = Upstream {
+            sigma: 0.0,
+            timeout: 200 * MS,
+            ..Upstream::new(5.0, 500)
+        };
         sim.run(120 * S, up, 0.0, false);
         let (_, _, hi) = sim.limits(0, 120 * S);
         assert!(hi <= 20, "{alg:?} grew on timeouts: {hi}");
@@ -733,17 +752,29 @@ fn regression_netflix_176_drops_read_as_fast() {
         let mut t2 = t;
         let mut i = 0;
         while t2 < t + 30 * S {
-            let v = if i % 50 == 0 { Verdict::Overload } else { Verdict::Failure };
+            let v = if i % 50 == 0 {
+                Verdict::Overload
+            } else {
+                Verdict::Failure
+            };
             feed(&mut l, t2, 1, 20, v);
             t2 += 10 * MS;
             i += 1;
         }
-        assert!(l.stats().baseline_ms >= 0.95 * base, "{alg:?}: baseline poisoned {base} → {}", l.stats().baseline_ms);
+        assert!(
+            l.stats().baseline_ms >= 0.95 * base,
+            "{alg:?}: baseline poisoned {base} → {}",
+            l.stats().baseline_ms
+        );
         // The upstream heals at its old latency: the limit must climb again, not keep falling.
         let low = l.current();
         healthy(&mut l, t2, 120, 100, 50, 60);
         eprintln!("#176 {alg:?}: {low} → {}", l.current());
-        assert!(l.current() > low, "{alg:?}: kept falling after the drops: {low} → {}", l.current());
+        assert!(
+            l.current() > low,
+            "{alg:?}: kept falling after the drops: {low} → {}",
+            l.current()
+        );
     }
 }
 
@@ -759,10 +790,21 @@ fn regression_netflix_pr134_gradient2_modest_overload_creeps_up() {
     // And in closed loop against C = 20 for 30 minutes: no creep.
     let mut sim = Sim::new(opts(Algorithm::Gradient2));
     sim.start_closed(200);
-    sim.run(1_800 * S, Upstream { timeout: 60 * S, ..Upstream::new(20.0, 50) }, 0.0, false);
+    sim.run(
+        1_800 * S,
+        Upstream {
+            timeout: 60 * S,
+            ..Upstream::new(20.0, 50)
+        },
+        0.0,
+        false,
+    );
     let (early, _, _) = sim.limits(600 * S, 1_200 * S);
     let (late, _, hi) = sim.limits(1_200 * S, 1_800 * S);
-    eprintln!("#134: mean 10-20 min {early:.1}, 20-30 min {late:.1}, max {hi} {:?}", sim.stats());
+    eprintln!(
+        "#134: mean 10-20 min {early:.1}, 20-30 min {late:.1}, max {hi} {:?}",
+        sim.stats()
+    );
     assert!(late <= early * 1.05, "crept up: {early} → {late}");
     assert!(hi <= 36, "beyond 1.5 C + headroom: {hi}");
 }
@@ -775,16 +817,30 @@ fn regression_go_concurrency_limits_117_never_heals_after_heavy_load() {
         let mut sim = Sim::new(opts(alg));
         sim.start_closed(200);
         sim.run(30 * S, Upstream::new(50.0, 50), 0.0, false);
-        let heavy = Upstream { timeout: 2 * S, ..Upstream::new(4.0, 50) };
+        let heavy = Upstream {
+            timeout: 2 * S,
+            ..Upstream::new(4.0, 50)
+        };
         sim.run(330 * S, heavy, 0.0, true);
         sim.run(335 * S, heavy, 0.0, true);
         let floor = sim.limit.current();
         // Load subsides: two callers, a healthy upstream.
         sim.start_closed(2);
         sim.run(600 * S, Upstream::new(50.0, 50), 0.0, false);
-        eprintln!("#117 {alg:?}: floor {floor} → {} {:?}", sim.limit.current(), sim.stats());
-        assert!(floor <= 10, "{alg:?} heavy load did not push the limit down: {floor}");
-        assert!(sim.limit.current() >= 20, "{alg:?} never healed: {}", sim.limit.current());
+        eprintln!(
+            "#117 {alg:?}: floor {floor} → {} {:?}",
+            sim.limit.current(),
+            sim.stats()
+        );
+        assert!(
+            floor <= 10,
+            "{alg:?} heavy load did not push the limit down: {floor}"
+        );
+        assert!(
+            sim.limit.current() >= 20,
+            "{alg:?} never healed: {}",
+            sim.limit.current()
+        );
     }
 }
 
@@ -798,13 +854,26 @@ fn regression_failsafe_go_127_baseline_drifts_up_in_long_incident() {
         sim.run(120 * S, Upstream::new(50.0, 50), 0.0, false);
         let base = sim.stats().baseline_ms;
         // The incident: capacity falls to 5 for 30 minutes (latency ∝ inflight / 5).
-        let incident = Upstream { timeout: 60 * S, ..Upstream::new(5.0, 50) };
+        let incident = Upstream {
+            timeout: 60 * S,
+            ..Upstream::new(5.0, 50)
+        };
         sim.run(1_920 * S, incident, 0.0, false);
         let s = sim.stats();
         let (mean, _, hi) = sim.limits(1_020 * S, 1_920 * S);
-        eprintln!("#127 {alg:?}: base {base:.1} → {:.1}, limit mean {mean:.1} max {hi}", s.baseline_ms);
-        assert!(s.baseline_ms <= 1.3 * base, "{alg:?} baseline drifted up: {base} → {}", s.baseline_ms);
-        assert!(mean <= 15.0, "{alg:?} stopped decreasing: mean limit {mean} vs capacity 5");
+        eprintln!(
+            "#127 {alg:?}: base {base:.1} → {:.1}, limit mean {mean:.1} max {hi}",
+            s.baseline_ms
+        );
+        assert!(
+            s.baseline_ms <= 1.3 * base,
+            "{alg:?} baseline drifted up: {base} → {}",
+            s.baseline_ms
+        );
+        assert!(
+            mean <= 15.0,
+            "{alg:?} stopped decreasing: mean limit {mean} vs capacity 5"
+        );
     }
 }
 
@@ -814,11 +883,23 @@ fn regression_envoy_38338_baseline_measured_while_overloaded() {
     let mut sim = Sim::new(opts(Algorithm::Vegas));
     sim.start_closed(200);
     // From the first call the upstream (C = 5) is 4× overloaded at the initial limit of 20.
-    sim.run(900 * S, Upstream { timeout: 60 * S, ..Upstream::new(5.0, 50) }, 0.0, false);
+    sim.run(
+        900 * S,
+        Upstream {
+            timeout: 60 * S,
+            ..Upstream::new(5.0, 50)
+        },
+        0.0,
+        false,
+    );
     let s = sim.stats();
     let (mean, _, _) = sim.limits(600 * S, 900 * S);
     eprintln!("#38338: {s:?} mean {mean:.1}");
-    assert!(s.baseline_ms <= 80.0, "baseline still loaded: {}", s.baseline_ms);
+    assert!(
+        s.baseline_ms <= 80.0,
+        "baseline still loaded: {}",
+        s.baseline_ms
+    );
     assert!(mean <= 12.0, "limit {mean} vs C = 5");
 }
 
@@ -842,7 +923,17 @@ fn baseline_recovers_from_a_permanent_shift() {
     if let Limit::Adaptive(a) = &sim.limit {
         eprintln!("shift corr: {}", a.debug());
     }
-    eprintln!("shift: base {before:.1} → {:.1}, limit mean {mean:.1} min {lo}", s.baseline_ms);
-    assert!(s.baseline_ms >= 2.0 * before, "baseline never followed the shift: {before} → {}", s.baseline_ms);
-    assert!(mean >= 40.0, "limit stayed clamped after the shift: {mean} vs C = 50");
+    eprintln!(
+        "shift: base {before:.1} → {:.1}, limit mean {mean:.1} min {lo}",
+        s.baseline_ms
+    );
+    assert!(
+        s.baseline_ms >= 2.0 * before,
+        "baseline never followed the shift: {before} → {}",
+        s.baseline_ms
+    );
+    assert!(
+        mean >= 40.0,
+        "limit stayed clamped after the shift: {mean} vs C = 50"
+    );
 }

@@ -3,8 +3,9 @@
 //! - Down: it follows the *smoothed* window quantile when that is lower. A single lucky fast
 //!   response cannot reach it: it is one sample of a window's p90, then a median of three
 //!   windows, then an EMA (Netflix #37/#34).
-//! - Up: only by a correlation reset. Over a memory of `correlationWindow` windows, when more
-//!   inflight bought more throughput (corr ≥ 0.7) without buying latency (corr ≤ 0.3), the
+//! - Up: only by a correlation reset. When over a memory of `correlationWindow` windows more
+//!   inflight bought more throughput (corr ≥ 0.7), and over the recent `correlationWindow / 5`
+//!   windows it still did (≥ 0.7) without buying latency (corr ≤ 0.3), the
 //!   upstream was not queueing, so the latency seen now *is* its no-load latency: the baseline
 //!   resets to it. That is how a permanent shift of the upstream's normal latency is learnt.
 //!   In a saturation incident more inflight buys only latency, so it never resets upward
@@ -78,7 +79,6 @@ impl Baseline {
             self.value = smoothed;
         } else if self.corr.len() >= self.min_windows
             && self.corr.throughput() >= RESET_THROUGHPUT_CORR
-            && self.corr.latency() <= RESET_LATENCY_CORR
             && self.recent.varied()
             && self.recent.throughput() >= RESET_THROUGHPUT_CORR
             && self.recent.latency() <= RESET_LATENCY_CORR

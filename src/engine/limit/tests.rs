@@ -917,12 +917,20 @@ fn baseline_recovers_from_a_permanent_shift() {
     sim.start_closed(200);
     sim.run(200 * S, Upstream::new(50.0, 50), 0.0, false);
     let before = sim.stats().baseline_ms;
-    sim.run(600 * S, Upstream::new(50.0, 150), 0.0, false);
+    let mut learnt_at = None;
+    for k in 1..=40 {
+        sim.run((200 + 10 * k) * S, Upstream::new(50.0, 150), 0.0, false);
+        if learnt_at.is_none() && sim.stats().baseline_ms >= 2.0 * before {
+            learnt_at = Some(10 * k);
+        }
+    }
+    eprintln!("shift: new baseline learnt {learnt_at:?} s after the shift");
+    assert!(
+        learnt_at.is_some_and(|t| t <= 200),
+        "slow to learn the shift: {learnt_at:?}"
+    );
     let s = sim.stats();
     let (mean, lo, _) = sim.limits(400 * S, 600 * S);
-    if let Limit::Adaptive(a) = &sim.limit {
-        eprintln!("shift corr: {}", a.debug());
-    }
     eprintln!(
         "shift: base {before:.1} → {:.1}, limit mean {mean:.1} min {lo}",
         s.baseline_ms

@@ -9,3 +9,4 @@ mod codes;
 mod engines;
 mod options;
 mod stats;
+

@@ -34,14 +34,7 @@ pub struct Breaker {
 
 impl Breaker {
     pub fn new(opts: &BreakerOptions) -> Self {
-        Breaker {
-            opts: *opts,
-            state: BreakerState::Closed,
-            opened_at: 0,
-            consecutive: 0,
-            probes_out: 0,
-            probes_ok: 0,
-        }
+        Breaker { opts: *opts, state: BreakerState::Closed, opened_at: 0, consecutive: 0, probes_out: 0, probes_ok: 0 }
     }
 
     /// `Some(is_probe)` when the call may pass, `None` when the breaker refuses it.
@@ -115,9 +108,7 @@ impl Breaker {
 
     /// The state as of `now` (an open breaker whose wait is over reads as half-open).
     pub fn state(&self, now: Nanos) -> BreakerState {
-        if self.state == BreakerState::Open
-            && now.saturating_sub(self.opened_at) >= self.opts.open_ms * NANOS_PER_MS
-        {
+        if self.state == BreakerState::Open && now.saturating_sub(self.opened_at) >= self.opts.open_ms * NANOS_PER_MS {
             return BreakerState::HalfOpen;
         }
         self.state

@@ -15,17 +15,10 @@ pub struct Engine {
 
 impl Engine {
     /// Validates every option; the error names the option and its range.
-    pub fn new(
-        policies: PolicyOptions,
-        registry: RegistryOptions,
-        seed: u64,
-    ) -> Result<Engine, OptionError> {
+    pub fn new(policies: PolicyOptions, registry: RegistryOptions, seed: u64) -> Result<Engine, OptionError> {
         policies.validate()?;
         registry.validate()?;
-        Ok(Engine {
-            registry: Registry::new(registry, policies),
-            rng: SplitMix64::new(seed),
-        })
+        Ok(Engine { registry: Registry::new(registry, policies), rng: SplitMix64::new(seed) })
     }
 
     pub fn resolve(&mut self, key: &str, now: Nanos) -> Result<Resolved, RegistryError> {
@@ -40,11 +33,7 @@ impl Engine {
 
     /// Admit the oldest waiter of `key` if possible now; `None` when it must keep waiting.
     #[inline]
-    pub fn admit_queued(
-        &mut self,
-        key: KeyHandle,
-        now: Nanos,
-    ) -> Result<Option<Acquired>, StaleHandle> {
+    pub fn admit_queued(&mut self, key: KeyHandle, now: Nanos) -> Result<Option<Acquired>, StaleHandle> {
         Ok(self.registry.get_mut(key)?.admit_queued(now))
     }
 

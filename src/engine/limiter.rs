@@ -17,25 +17,14 @@ pub struct Limiter {
 
 impl Limiter {
     pub fn new(opts: &LimiterOptions, now: Nanos) -> Self {
-        Limiter {
-            limit: Limit::new(opts, now),
-            queue: opts.queue,
-            inflight: 0,
-            queued: 0,
-        }
+        Limiter { limit: Limit::new(opts, now), queue: opts.queue, inflight: 0, queued: 0 }
     }
 
     /// Decide a new call; counts it as in flight or queued accordingly.
     #[inline]
     pub fn admit(&mut self, now: Nanos, rng: &mut SplitMix64) -> Admission {
         self.limit.on_acquire(now, self.inflight);
-        let decision = admit(
-            self.inflight,
-            self.queued,
-            self.limit.current(),
-            self.queue.as_ref(),
-            rng,
-        );
+        let decision = admit(self.inflight, self.queued, self.limit.current(), self.queue.as_ref(), rng);
         match decision {
             Admission::Run => self.inflight += 1,
             Admission::Queue => self.queued += 1,
@@ -79,8 +68,7 @@ impl Limiter {
     /// How many waiters could be admitted right now.
     #[inline]
     pub fn wakeable(&self) -> u32 {
-        self.queued
-            .min(self.limit.current().saturating_sub(self.inflight))
+        self.queued.min(self.limit.current().saturating_sub(self.inflight))
     }
 
     #[inline]

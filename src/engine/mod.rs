@@ -17,10 +17,7 @@ mod verdict;
 
 pub use self::core::Engine;
 pub use clock::{Clock, ManualClock, MonotonicClock, Nanos, NANOS_PER_MS};
-pub use options::{
-    Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, OptionError, PolicyOptions,
-    QueueOptions, RegistryOptions,
-};
+pub use options::{Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, OptionError, PolicyOptions, QueueOptions, RegistryOptions};
 pub use policy_set::{Acquired, KeyStats, PolicySet, RejectReason, StalePermit};
 pub use registry::{KeyHandle, RegistryError, Resolved, StaleHandle};
 pub use rng::SplitMix64;

@@ -48,10 +48,7 @@ pub struct QueueOptions {
 
 impl Default for QueueOptions {
     fn default() -> Self {
-        QueueOptions {
-            initial_factor: 2.0,
-            max_factor: 3.0,
-        }
+        QueueOptions { initial_factor: 2.0, max_factor: 3.0 }
     }
 }
 
@@ -182,10 +179,7 @@ pub struct RegistryOptions {
 
 impl Default for RegistryOptions {
     fn default() -> Self {
-        RegistryOptions {
-            max_keys: 1_000,
-            max_key_length: 512,
-        }
+        RegistryOptions { max_keys: 1_000, max_key_length: 512 }
     }
 }
 
@@ -210,28 +204,16 @@ fn err(option: &'static str, message: String) -> OptionError {
 
 fn int_range(option: &'static str, v: u64, lo: u64, hi: u64) -> Result<(), OptionError> {
     if v < lo || v > hi {
-        return Err(err(
-            option,
-            format!("{option} must be an integer from {lo} to {hi}, got {v}"),
-        ));
+        return Err(err(option, format!("{option} must be an integer from {lo} to {hi}, got {v}")));
     }
     Ok(())
 }
 
-fn real_range(
-    option: &'static str,
-    v: f64,
-    lo: f64,
-    hi: f64,
-    lo_open: bool,
-) -> Result<(), OptionError> {
+fn real_range(option: &'static str, v: f64, lo: f64, hi: f64, lo_open: bool) -> Result<(), OptionError> {
     let below = if lo_open { v <= lo } else { v < lo };
     if !v.is_finite() || below || v > hi {
         let open = if lo_open { "above" } else { "from" };
-        return Err(err(
-            option,
-            format!("{option} must be a number {open} {lo} to {hi}, got {v}"),
-        ));
+        return Err(err(option, format!("{option} must be a number {open} {lo} to {hi}, got {v}")));
     }
     Ok(())
 }
@@ -248,10 +230,7 @@ impl LimiterOptions {
         if self.min_limit > self.max_limit {
             return Err(err(
                 "minLimit",
-                format!(
-                    "minLimit ({}) must not exceed maxLimit ({})",
-                    self.min_limit, self.max_limit
-                ),
+                format!("minLimit ({}) must not exceed maxLimit ({})", self.min_limit, self.max_limit),
             ));
         }
         if self.initial_limit < self.min_limit || self.initial_limit > self.max_limit {
@@ -271,29 +250,15 @@ impl LimiterOptions {
         if self.window_min_ms > self.window_max_ms {
             return Err(err(
                 "windowMinMs",
-                format!(
-                    "windowMinMs ({}) must not exceed windowMaxMs ({})",
-                    self.window_min_ms, self.window_max_ms
-                ),
+                format!("windowMinMs ({}) must not exceed windowMaxMs ({})", self.window_min_ms, self.window_max_ms),
             ));
         }
         int_range("minSamples", self.min_samples as u64, 1, 100_000)?;
-        int_range(
-            "correlationWindow",
-            self.correlation_window as u64,
-            2,
-            1_000,
-        )?;
+        int_range("correlationWindow", self.correlation_window as u64, 2, 1_000)?;
         int_range("updateIntervalMs", self.update_interval_ms, 0, MAX_MS)?;
         real_range("backoffRatio", self.backoff_ratio, 0.0, 1.0, true)?;
         if self.backoff_ratio >= 1.0 {
-            return Err(err(
-                "backoffRatio",
-                format!(
-                    "backoffRatio must be a number above 0 and below 1, got {}",
-                    self.backoff_ratio
-                ),
-            ));
+            return Err(err("backoffRatio", format!("backoffRatio must be a number above 0 and below 1, got {}", self.backoff_ratio)));
         }
         if let Some(q) = self.queue {
             real_range("queue.initialFactor", q.initial_factor, 1.0, 1_000.0, false)?;
@@ -317,38 +282,18 @@ impl BreakerOptions {
         real_range("breaker.failureRate", self.failure_rate, 0.0, 1.0, true)?;
         real_range("breaker.slowCallRate", self.slow_call_rate, 0.0, 1.0, true)?;
         int_range("breaker.slowCallMs", self.slow_call_ms, 1, MAX_MS)?;
-        int_range(
-            "breaker.minimumCalls",
-            self.minimum_calls as u64,
-            1,
-            1_000_000,
-        )?;
+        int_range("breaker.minimumCalls", self.minimum_calls as u64, 1, 1_000_000)?;
         int_range("breaker.windowMs", self.window_ms, 10, MAX_MS)?;
-        int_range(
-            "breaker.consecutiveFailures",
-            self.consecutive_failures as u64,
-            1,
-            1_000_000,
-        )?;
+        int_range("breaker.consecutiveFailures", self.consecutive_failures as u64, 1, 1_000_000)?;
         int_range("breaker.openMs", self.open_ms, 1, MAX_MS)?;
-        int_range(
-            "breaker.halfOpenProbes",
-            self.half_open_probes as u64,
-            1,
-            1_000,
-        )?;
+        int_range("breaker.halfOpenProbes", self.half_open_probes as u64, 1, 1_000)?;
         Ok(())
     }
 }
 
 impl BulkheadOptions {
     pub fn validate(&self) -> Result<(), OptionError> {
-        int_range(
-            "bulkhead.maxConcurrent",
-            self.max_concurrent as u64,
-            1,
-            MAX_LIMIT,
-        )
+        int_range("bulkhead.maxConcurrent", self.max_concurrent as u64, 1, MAX_LIMIT)
     }
 }
 

@@ -47,14 +47,7 @@ impl PermitSlab {
                 self.slots.len() - 1
             }
         };
-        self.slots[index] = PermitSlot {
-            gen,
-            live: true,
-            start,
-            mark: 0,
-            inflight,
-            probe,
-        };
+        self.slots[index] = PermitSlot { gen, live: true, start, mark: 0, inflight, probe };
         self.live += 1;
         Some(((gen as u64) << SLOT_BITS) | index as u64)
     }

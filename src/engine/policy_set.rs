@@ -203,11 +203,7 @@ impl PolicySet {
         // A clock that went backwards yields 0, never a wrapped-around huge latency.
         let end = now.max(slot.start);
         let duration_ns = end - slot.start;
-        let latency_ns = if slot.mark != 0 {
-            slot.mark - slot.start
-        } else {
-            duration_ns
-        };
+        let latency_ns = if slot.mark != 0 { slot.mark - slot.start } else { duration_ns };
         if let Some(b) = &mut self.breaker {
             b.on_result(end, verdict, latency_ns, slot.probe);
         }
@@ -216,12 +212,7 @@ impl PolicySet {
         }
         match &mut self.limiter {
             Some(l) => {
-                let sample = Sample {
-                    latency_ns,
-                    duration_ns,
-                    inflight: slot.inflight,
-                    verdict,
-                };
+                let sample = Sample { latency_ns, duration_ns, inflight: slot.inflight, verdict };
                 l.release(end, (!verdict.is_ignored()).then_some(&sample));
                 Ok(l.wakeable())
             }
@@ -236,11 +227,7 @@ impl PolicySet {
     }
 
     pub fn stats(&self, now: Nanos) -> KeyStats {
-        let ls = self
-            .limiter
-            .as_ref()
-            .map(|l| l.limit_stats())
-            .unwrap_or_default();
+        let ls = self.limiter.as_ref().map(|l| l.limit_stats()).unwrap_or_default();
         KeyStats {
             limit: self.limiter.as_ref().map_or(u32::MAX, |l| l.limit()),
             inflight: self.permits.live(),

@@ -78,6 +78,13 @@ export interface NativeOptions {
   maxKeyLength?: number
 }
 
+export interface NativeRejectionCounts {
+  limit: number
+  queue: number
+  bulkhead: number
+  breaker: number
+}
+
 /** One key's state, as `Resilix.stats(key)` reports it. */
 export interface NativeStats {
   /** The concurrency limit in force (null when the limiter is off). */
@@ -98,7 +105,30 @@ export interface NativeStats {
   windowSamples: number
   /** Calls holding a bulkhead place. */
   bulkheadActive: number
+  /** Latency of the last observed call (start → mark, or start → settle), ms. */
+  lastLatencyMs: number
+  /** Settled calls by verdict since the key was created. */
+  verdicts: NativeVerdictCounts
+  /** Refused calls by reason since the key was created. */
+  rejections: NativeRejectionCounts
 }
+
+export interface NativeVerdictCounts {
+  success: number
+  failure: number
+  overload: number
+  answered: number
+  timeout: number
+  rejected: number
+  cancelled: number
+}
+
+/**
+ * `limit × 4 + breaker` (0 closed, 1 open, 2 half-open, 3 no breaker; limit 0 when the
+ * limiter is off), or `STALE_HANDLE`. Polled after acquire/settle only while someone listens
+ * to limit or breaker events.
+ */
+export declare function observe(handle: number): number
 
 /** Resolves a key to its handle. Returns `REGISTRY_FULL` when every key is busy. */
 export declare function resolveKey(id: number, key: string): number

@@ -584,6 +584,7 @@ module.exports.forcePanicForTest = nativeBinding.forcePanicForTest
 module.exports.keys = nativeBinding.keys
 module.exports.leaveQueue = nativeBinding.leaveQueue
 module.exports.mark = nativeBinding.mark
+module.exports.observe = nativeBinding.observe
 module.exports.resolveKey = nativeBinding.resolveKey
 module.exports.settle = nativeBinding.settle
 module.exports.stats = nativeBinding.stats

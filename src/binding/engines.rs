@@ -54,7 +54,10 @@ pub(crate) fn with_engine_id<R>(id: u32, f: impl FnOnce(&mut Engine) -> R) -> Re
         let mut engines = cell.borrow_mut();
         match engines.get_mut(id as usize).and_then(Option::as_mut) {
             Some(engine) => Ok(f(engine)),
-            None => Err(Error::new(Status::InvalidArg, format!("no live engine {id} (was it destroyed?)"))),
+            None => Err(Error::new(
+                Status::InvalidArg,
+                format!("no live engine {id} (was it destroyed?)"),
+            )),
         }
     })
 }
@@ -77,11 +80,15 @@ fn acquired_code(a: Acquired) -> f64 {
 #[napi(catch_unwind)]
 pub fn create_engine(options: NativeOptions, seed: Option<f64>) -> Result<u32> {
     let (policies, registry) = to_options(&options)?;
-    let seed = seed.filter(|s| s.is_finite()).map(|s| s as u64).unwrap_or_else(|| {
-        // No seed: vary per engine so that two processes do not reject in lockstep.
-        now() ^ (&options as *const _ as u64).rotate_left(32)
-    });
-    let engine = Engine::new(policies, registry, seed).map_err(|e| Error::new(Status::InvalidArg, e.message))?;
+    let seed = seed
+        .filter(|s| s.is_finite())
+        .map(|s| s as u64)
+        .unwrap_or_else(|| {
+            // No seed: vary per engine so that two processes do not reject in lockstep.
+            now() ^ (&options as *const _ as u64).rotate_left(32)
+        });
+    let engine = Engine::new(policies, registry, seed)
+        .map_err(|e| Error::new(Status::InvalidArg, e.message))?;
     ENGINES.with(|cell| {
         let mut engines = cell.borrow_mut();
         if let Some(i) = engines.iter().position(Option::is_none) {
@@ -89,7 +96,10 @@ pub fn create_engine(options: NativeOptions, seed: Option<f64>) -> Result<u32> {
             return Ok(i as u32);
         }
         if engines.len() >= 4096 {
-            return Err(Error::new(Status::GenericFailure, "too many live Resilix instances in this thread (4096)"));
+            return Err(Error::new(
+                Status::GenericFailure,
+                "too many live Resilix instances in this thread (4096)",
+            ));
         }
         engines.push(Some(engine));
         Ok((engines.len() - 1) as u32)
@@ -113,7 +123,9 @@ pub fn resolve_key(id: u32, key: String) -> Result<f64> {
     with_engine_id(id, |engine| match engine.resolve(&key, t) {
         Ok(r) => Ok(id as f64 * KEY_SPAN + r.handle as f64),
         Err(RegistryError::Full { .. }) => Ok(REGISTRY_FULL),
-        Err(e @ RegistryError::KeyTooLong { .. }) => Err(Error::new(Status::InvalidArg, e.to_string())),
+        Err(e @ RegistryError::KeyTooLong { .. }) => {
+            Err(Error::new(Status::InvalidArg, e.to_string()))
+        }
     })?
 }
 
@@ -121,7 +133,10 @@ pub fn resolve_key(id: u32, key: String) -> Result<f64> {
 #[napi(catch_unwind)]
 pub fn acquire(handle: f64) -> f64 {
     let t = now();
-    with_engine(handle, |e, k| e.acquire(k, t).map_or(STALE_HANDLE, acquired_code)).unwrap_or(STALE_HANDLE)
+    with_engine(handle, |e, k| {
+        e.acquire(k, t).map_or(STALE_HANDLE, acquired_code)
+    })
+    .unwrap_or(STALE_HANDLE)
 }
 
 /// Admit the oldest waiter: a permit, `KEEP_WAITING`, a breaker rejection, or `STALE_HANDLE`.
@@ -139,14 +154,19 @@ pub fn admit_queued(handle: f64) -> f64 {
 /// A waiter left the queue without running: 1 when one was queued, 0 when none, or `STALE_HANDLE`.
 #[napi(catch_unwind)]
 pub fn leave_queue(handle: f64) -> f64 {
-    with_engine(handle, |e, k| e.leave_queue(k).map_or(STALE_HANDLE, |b| b as u8 as f64)).unwrap_or(STALE_HANDLE)
+    with_engine(handle, |e, k| {
+        e.leave_queue(k).map_or(STALE_HANDLE, |b| b as u8 as f64)
+    })
+    .unwrap_or(STALE_HANDLE)
 }
 
 /// Records the first byte of a call: 0, or `STALE_PERMIT` / `STALE_HANDLE`.
 #[napi(catch_unwind)]
 pub fn mark(handle: f64, permit: f64) -> f64 {
     let t = now();
-    let Some(p) = permit_of(permit) else { return STALE_PERMIT };
+    let Some(p) = permit_of(permit) else {
+        return STALE_PERMIT;
+    };
     with_engine(handle, |e, k| match e.mark(k, p, t) {
         Ok(true) => 0.0,
         Ok(false) => STALE_PERMIT,
@@ -160,8 +180,12 @@ pub fn mark(handle: f64, permit: f64) -> f64 {
 #[napi(catch_unwind)]
 pub fn settle(handle: f64, permit: f64, verdict: u32) -> f64 {
     let t = now();
-    let Some(v) = Verdict::from_code(verdict) else { return BAD_VERDICT };
-    let Some(p) = permit_of(permit) else { return STALE_PERMIT };
+    let Some(v) = Verdict::from_code(verdict) else {
+        return BAD_VERDICT;
+    };
+    let Some(p) = permit_of(permit) else {
+        return STALE_PERMIT;
+    };
     with_engine(handle, |e, k| match e.settle(k, p, v, t) {
         Ok(Ok(wake)) => wake as f64,
         Ok(Err(_)) => STALE_PERMIT,
@@ -180,4 +204,31 @@ pub fn keys(id: u32) -> Result<Vec<String>> {
 #[napi(catch_unwind)]
 pub fn force_panic_for_test() {
     panic!("forced panic for test");
+}
+
+/// `limit × 4 + breaker` (0 closed, 1 open, 2 half-open, 3 no breaker; limit 0 when the
+/// limiter is off), or `STALE_HANDLE`. Polled after acquire/settle only while someone listens
+/// to limit or breaker events.
+#[napi(catch_unwind)]
+pub fn observe(handle: f64) -> f64 {
+    use crate::engine::breaker::BreakerState;
+    let t = now();
+    with_engine(handle, |e, k| match e.stats(k, t) {
+        Ok(s) => {
+            let b = match s.breaker {
+                Some(BreakerState::Closed) => 0.0,
+                Some(BreakerState::Open) => 1.0,
+                Some(BreakerState::HalfOpen) => 2.0,
+                None => 3.0,
+            };
+            let limit = if s.algorithm.is_some() {
+                s.limit as f64
+            } else {
+                0.0
+            };
+            limit * 4.0 + b
+        }
+        Err(_) => STALE_HANDLE,
+    })
+    .unwrap_or(STALE_HANDLE)
 }

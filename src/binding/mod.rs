@@ -9,4 +9,3 @@ mod codes;
 mod engines;
 mod options;
 mod stats;
-

@@ -6,7 +6,8 @@ use napi::{Error, Result, Status};
 use napi_derive::napi;
 
 use crate::engine::{
-    Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, PolicyOptions, QueueOptions, RegistryOptions,
+    Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, PolicyOptions, QueueOptions,
+    RegistryOptions,
 };
 
 /// Flat options for one engine. The public, documented shape is `ResilixOptions` in index.d.ts.
@@ -73,8 +74,14 @@ fn range_err(msg: String) -> Error {
 fn int(name: &str, v: Option<f64>, default: u64) -> Result<u64> {
     match v {
         None => Ok(default),
-        Some(x) if x.is_finite() && x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 * 1024.0 => Ok(x as u64),
-        Some(x) => Err(range_err(format!("{name} must be a whole number (see its range in the README), got {x}"))),
+        Some(x)
+            if x.is_finite() && x.fract() == 0.0 && x >= 0.0 && x <= u32::MAX as f64 * 1024.0 =>
+        {
+            Ok(x as u64)
+        }
+        Some(x) => Err(range_err(format!(
+            "{name} must be a whole number (see its range in the README), got {x}"
+        ))),
     }
 }
 
@@ -91,7 +98,9 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
         let algorithm = match &o.algorithm {
             None => ld.algorithm,
             Some(s) => Algorithm::parse(s).ok_or_else(|| {
-                range_err(format!("algorithm must be one of 'vegas', 'gradient2', 'aimd', 'fixed', got '{s}'"))
+                range_err(format!(
+                    "algorithm must be one of 'vegas', 'gradient2', 'aimd', 'fixed', got '{s}'"
+                ))
             })?,
         };
         let qd = QueueOptions::default();
@@ -106,8 +115,16 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
             window_min_ms: int("windowMinMs", o.window_min_ms, ld.window_min_ms)?,
             window_max_ms: int("windowMaxMs", o.window_max_ms, ld.window_max_ms)?,
             min_samples: int32("minSamples", o.min_samples, ld.min_samples)?,
-            correlation_window: int32("correlationWindow", o.correlation_window, ld.correlation_window)?,
-            update_interval_ms: int("updateIntervalMs", o.update_interval_ms, ld.update_interval_ms)?,
+            correlation_window: int32(
+                "correlationWindow",
+                o.correlation_window,
+                ld.correlation_window,
+            )?,
+            update_interval_ms: int(
+                "updateIntervalMs",
+                o.update_interval_ms,
+                ld.update_interval_ms,
+            )?,
             backoff_ratio: o.backoff_ratio.unwrap_or(ld.backoff_ratio),
             queue: if o.queue == Some(false) {
                 None
@@ -126,8 +143,16 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
         Some(BreakerOptions {
             failure_rate: o.breaker_failure_rate.unwrap_or(bd.failure_rate),
             slow_call_rate: o.breaker_slow_call_rate.unwrap_or(bd.slow_call_rate),
-            slow_call_ms: int("breaker.slowCallMs", o.breaker_slow_call_ms, bd.slow_call_ms)?,
-            minimum_calls: int32("breaker.minimumCalls", o.breaker_minimum_calls, bd.minimum_calls)?,
+            slow_call_ms: int(
+                "breaker.slowCallMs",
+                o.breaker_slow_call_ms,
+                bd.slow_call_ms,
+            )?,
+            minimum_calls: int32(
+                "breaker.minimumCalls",
+                o.breaker_minimum_calls,
+                bd.minimum_calls,
+            )?,
             window_ms: int("breaker.windowMs", o.breaker_window_ms, bd.window_ms)?,
             consecutive_failures: int32(
                 "breaker.consecutiveFailures",
@@ -135,17 +160,30 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
                 bd.consecutive_failures,
             )?,
             open_ms: int("breaker.openMs", o.breaker_open_ms, bd.open_ms)?,
-            half_open_probes: int32("breaker.halfOpenProbes", o.breaker_half_open_probes, bd.half_open_probes)?,
+            half_open_probes: int32(
+                "breaker.halfOpenProbes",
+                o.breaker_half_open_probes,
+                bd.half_open_probes,
+            )?,
         })
     };
     let bulkhead = match o.bulkhead_max_concurrent {
         None => None,
-        v => Some(BulkheadOptions { max_concurrent: int32("bulkhead.maxConcurrent", v, 0)? }),
+        v => Some(BulkheadOptions {
+            max_concurrent: int32("bulkhead.maxConcurrent", v, 0)?,
+        }),
     };
     let rd = RegistryOptions::default();
     let registry = RegistryOptions {
         max_keys: int32("maxKeys", o.max_keys, rd.max_keys)?,
         max_key_length: int32("maxKeyLength", o.max_key_length, rd.max_key_length)?,
     };
-    Ok((PolicyOptions { breaker, limiter, bulkhead }, registry))
+    Ok((
+        PolicyOptions {
+            breaker,
+            limiter,
+            bulkhead,
+        },
+        registry,
+    ))
 }

@@ -27,6 +27,31 @@ pub struct NativeStats {
     pub window_samples: u32,
     /// Calls holding a bulkhead place.
     pub bulkhead_active: u32,
+    /// Latency of the last observed call (start → mark, or start → settle), ms.
+    pub last_latency_ms: f64,
+    /// Settled calls by verdict since the key was created.
+    pub verdicts: NativeVerdictCounts,
+    /// Refused calls by reason since the key was created.
+    pub rejections: NativeRejectionCounts,
+}
+
+#[napi(object)]
+pub struct NativeVerdictCounts {
+    pub success: f64,
+    pub failure: f64,
+    pub overload: f64,
+    pub answered: f64,
+    pub timeout: f64,
+    pub rejected: f64,
+    pub cancelled: f64,
+}
+
+#[napi(object)]
+pub struct NativeRejectionCounts {
+    pub limit: f64,
+    pub queue: f64,
+    pub bulkhead: f64,
+    pub breaker: f64,
 }
 
 impl From<KeyStats> for NativeStats {
@@ -41,6 +66,22 @@ impl From<KeyStats> for NativeStats {
             smoothed_ms: s.smoothed_ms,
             window_samples: s.window_samples,
             bulkhead_active: s.bulkhead_active,
+            last_latency_ms: s.last_latency_ns as f64 / 1e6,
+            verdicts: NativeVerdictCounts {
+                success: s.verdicts[0] as f64,
+                failure: s.verdicts[1] as f64,
+                overload: s.verdicts[2] as f64,
+                answered: s.verdicts[3] as f64,
+                timeout: s.verdicts[4] as f64,
+                rejected: s.verdicts[5] as f64,
+                cancelled: s.verdicts[6] as f64,
+            },
+            rejections: NativeRejectionCounts {
+                limit: s.rejections[1] as f64,
+                queue: s.rejections[2] as f64,
+                bulkhead: s.rejections[3] as f64,
+                breaker: s.rejections[4] as f64,
+            },
         }
     }
 }

@@ -10,7 +10,10 @@ pub struct Bulkhead {
 
 impl Bulkhead {
     pub fn new(opts: &BulkheadOptions) -> Self {
-        Bulkhead { max: opts.max_concurrent, active: 0 }
+        Bulkhead {
+            max: opts.max_concurrent,
+            active: 0,
+        }
     }
 
     /// Take a place, or `false` when all are taken.

@@ -19,7 +19,9 @@ pub struct MonotonicClock {
 
 impl MonotonicClock {
     pub fn new() -> Self {
-        MonotonicClock { origin: std::time::Instant::now() }
+        MonotonicClock {
+            origin: std::time::Instant::now(),
+        }
     }
 }
 
@@ -45,7 +47,9 @@ pub struct ManualClock {
 
 impl ManualClock {
     pub fn new(start: Nanos) -> Self {
-        ManualClock { now: std::cell::Cell::new(start) }
+        ManualClock {
+            now: std::cell::Cell::new(start),
+        }
     }
     pub fn advance_ms(&self, ms: u64) {
         self.now.set(self.now.get() + ms * NANOS_PER_MS);

@@ -1,6 +1,7 @@
 //! The engine: a registry of keys, each with its policy set, and the seeded random source.
 //! Every call takes `now`; nothing here reads a clock, starts a timer or a thread.
 
+use crate::engine::breaker::BreakerTransition;
 use crate::engine::options::{OptionError, PolicyOptions, RegistryOptions};
 use crate::engine::policy_set::{Acquired, KeyStats, StalePermit};
 use crate::engine::registry::{KeyHandle, Registry, RegistryError, Resolved, StaleHandle};
@@ -15,10 +16,17 @@ pub struct Engine {
 
 impl Engine {
     /// Validates every option; the error names the option and its range.
-    pub fn new(policies: PolicyOptions, registry: RegistryOptions, seed: u64) -> Result<Engine, OptionError> {
+    pub fn new(
+        policies: PolicyOptions,
+        registry: RegistryOptions,
+        seed: u64,
+    ) -> Result<Engine, OptionError> {
         policies.validate()?;
         registry.validate()?;
-        Ok(Engine { registry: Registry::new(registry, policies), rng: SplitMix64::new(seed) })
+        Ok(Engine {
+            registry: Registry::new(registry, policies),
+            rng: SplitMix64::new(seed),
+        })
     }
 
     pub fn resolve(&mut self, key: &str, now: Nanos) -> Result<Resolved, RegistryError> {
@@ -33,7 +41,11 @@ impl Engine {
 
     /// Admit the oldest waiter of `key` if possible now; `None` when it must keep waiting.
     #[inline]
-    pub fn admit_queued(&mut self, key: KeyHandle, now: Nanos) -> Result<Option<Acquired>, StaleHandle> {
+    pub fn admit_queued(
+        &mut self,
+        key: KeyHandle,
+        now: Nanos,
+    ) -> Result<Option<Acquired>, StaleHandle> {
         Ok(self.registry.get_mut(key)?.admit_queued(now))
     }
 
@@ -58,6 +70,21 @@ impl Engine {
         now: Nanos,
     ) -> Result<Result<u32, StalePermit>, StaleHandle> {
         Ok(self.registry.get_mut(key)?.settle(permit, verdict, now))
+    }
+
+    /// How many waiters of `key` could be admitted now (see [`PolicySet::wakeable`]).
+    #[inline]
+    pub fn wakeable(&self, key: KeyHandle) -> Result<u32, StaleHandle> {
+        Ok(self.registry.get(key)?.wakeable())
+    }
+
+    /// The last breaker state change of `key`; compare its `seq` with the last one seen.
+    #[inline]
+    pub fn breaker_transition(
+        &self,
+        key: KeyHandle,
+    ) -> Result<Option<BreakerTransition>, StaleHandle> {
+        Ok(self.registry.get(key)?.breaker_transition())
     }
 
     pub fn stats(&self, key: KeyHandle, now: Nanos) -> Result<KeyStats, StaleHandle> {

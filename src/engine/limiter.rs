@@ -17,14 +17,25 @@ pub struct Limiter {
 
 impl Limiter {
     pub fn new(opts: &LimiterOptions, now: Nanos) -> Self {
-        Limiter { limit: Limit::new(opts, now), queue: opts.queue, inflight: 0, queued: 0 }
+        Limiter {
+            limit: Limit::new(opts, now),
+            queue: opts.queue,
+            inflight: 0,
+            queued: 0,
+        }
     }
 
     /// Decide a new call; counts it as in flight or queued accordingly.
     #[inline]
     pub fn admit(&mut self, now: Nanos, rng: &mut SplitMix64) -> Admission {
         self.limit.on_acquire(now, self.inflight);
-        let decision = admit(self.inflight, self.queued, self.limit.current(), self.queue.as_ref(), rng);
+        let decision = admit(
+            self.inflight,
+            self.queued,
+            self.limit.current(),
+            self.queue.as_ref(),
+            rng,
+        );
         match decision {
             Admission::Run => self.inflight += 1,
             Admission::Queue => self.queued += 1,
@@ -68,7 +79,8 @@ impl Limiter {
     /// How many waiters could be admitted right now.
     #[inline]
     pub fn wakeable(&self) -> u32 {
-        self.queued.min(self.limit.current().saturating_sub(self.inflight))
+        self.queued
+            .min(self.limit.current().saturating_sub(self.inflight))
     }
 
     #[inline]
@@ -88,5 +100,123 @@ impl Limiter {
     }
     pub fn algorithm(&self) -> &Limit {
         &self.limit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The queue boundaries are factors of the *current* limit (issue 4): they move with it.
+    //! A test-only setter stands in for an adapting algorithm.
+    use super::*;
+    use crate::engine::limit::FixedLimit;
+    use crate::engine::options::Algorithm;
+
+    impl Limiter {
+        fn set_limit(&mut self, n: u32) {
+            self.limit = Limit::Fixed(FixedLimit::new(n));
+        }
+    }
+
+    fn limiter(limit: u32) -> Limiter {
+        let opts = LimiterOptions {
+            algorithm: Algorithm::Fixed,
+            initial_limit: limit,
+            min_limit: 1,
+            max_limit: 1_000,
+            ..LimiterOptions::default()
+        };
+        Limiter::new(&opts, 0)
+    }
+
+    /// Fill to `inflight` running and `queued` waiting (below 2L nothing is random).
+    fn fill(l: &mut Limiter, rng: &mut SplitMix64, n: u32) {
+        for _ in 0..n {
+            assert!(matches!(l.admit(0, rng), Admission::Run | Admission::Queue));
+        }
+    }
+
+    #[test]
+    fn a_grown_limit_admits_waiters_at_once() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = limiter(4);
+        fill(&mut l, &mut rng, 8); // 4 running, 4 waiting
+        assert_eq!((l.inflight(), l.queued(), l.wakeable()), (4, 4, 0));
+        l.set_limit(6);
+        assert_eq!(l.wakeable(), 2);
+        assert!(l.admit_queued(0));
+        assert!(l.admit_queued(0));
+        assert!(!l.admit_queued(0));
+        assert_eq!((l.inflight(), l.queued()), (6, 2));
+        l.set_limit(100);
+        assert_eq!(l.wakeable(), 2);
+    }
+
+    #[test]
+    fn a_shrunk_limit_drops_no_waiter_and_admits_none_until_inflight_falls_under_it() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = limiter(4);
+        fill(&mut l, &mut rng, 8);
+        l.set_limit(2);
+        assert_eq!(
+            (l.inflight(), l.queued()),
+            (4, 4),
+            "nobody already waiting is dropped"
+        );
+        for _ in 0..2 {
+            l.release(0, None);
+            assert_eq!(l.wakeable(), 0);
+            assert!(!l.admit_queued(0));
+        }
+        // inflight 2 == limit 2: still nobody. One more release: inflight 1 < 2.
+        l.release(0, None);
+        assert_eq!(l.wakeable(), 1);
+        assert!(l.admit_queued(0));
+        assert_eq!((l.inflight(), l.queued()), (2, 3));
+    }
+
+    #[test]
+    fn the_reject_boundary_moves_with_the_limit() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = limiter(4);
+        fill(&mut l, &mut rng, 8);
+        // Outstanding 8..12 is the ramp at L = 4; force 12 outstanding.
+        l.queued = 8;
+        assert_eq!(
+            l.admit(0, &mut rng),
+            Admission::RejectQueue,
+            "3L = 12 rejects"
+        );
+        l.set_limit(8);
+        // 12 outstanding is below 2L = 16 now: waits without any chance of rejection.
+        for _ in 0..4 {
+            assert_eq!(l.admit(0, &mut rng), Admission::Queue);
+        }
+        l.set_limit(2);
+        // 16 outstanding is far beyond 3L = 6: rejected, and the waiters stay.
+        assert_eq!(l.admit(0, &mut rng), Admission::RejectQueue);
+        assert_eq!((l.inflight(), l.queued()), (4, 12));
+    }
+
+    #[test]
+    fn without_a_queue_it_rejects_at_the_current_limit() {
+        let mut rng = SplitMix64::new(1);
+        let opts = LimiterOptions {
+            algorithm: Algorithm::Fixed,
+            initial_limit: 3,
+            min_limit: 1,
+            max_limit: 10,
+            queue: None,
+            ..LimiterOptions::default()
+        };
+        let mut l = Limiter::new(&opts, 0);
+        for _ in 0..3 {
+            assert_eq!(l.admit(0, &mut rng), Admission::Run);
+        }
+        assert_eq!(l.admit(0, &mut rng), Admission::RejectLimit);
+        l.set_limit(5);
+        assert_eq!(l.admit(0, &mut rng), Admission::Run);
+        l.set_limit(1);
+        assert_eq!(l.admit(0, &mut rng), Admission::RejectLimit);
+        assert_eq!((l.inflight(), l.queued()), (4, 0));
     }
 }

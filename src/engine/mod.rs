@@ -16,8 +16,12 @@ mod sample;
 mod verdict;
 
 pub use self::core::Engine;
+pub use breaker::{BreakerState, BreakerTransition, TripCause, WindowCounts};
 pub use clock::{Clock, ManualClock, MonotonicClock, Nanos, NANOS_PER_MS};
-pub use options::{Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, OptionError, PolicyOptions, QueueOptions, RegistryOptions};
+pub use options::{
+    Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, OptionError, PolicyOptions,
+    QueueOptions, RegistryOptions,
+};
 pub use policy_set::{Acquired, KeyStats, PolicySet, RejectReason, StalePermit};
 pub use registry::{KeyHandle, RegistryError, Resolved, StaleHandle};
 pub use rng::SplitMix64;

@@ -48,7 +48,10 @@ pub struct QueueOptions {
 
 impl Default for QueueOptions {
     fn default() -> Self {
-        QueueOptions { initial_factor: 2.0, max_factor: 3.0 }
+        QueueOptions {
+            initial_factor: 2.0,
+            max_factor: 3.0,
+        }
     }
 }
 
@@ -106,26 +109,31 @@ impl Default for LimiterOptions {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BreakerOptions {
-    /// Open when at least this fraction of the window's calls failed. 0.5: resilience4j.
+    /// Open when at least this fraction of the window's calls failed. 0.5: resilience4j
+    /// `failureRateThreshold` 50, Hystrix `errorThresholdPercentage` 50 (Polly v8's 0.1 trips on
+    /// the sporadic 5xx any third-party API has). ADR 0200.
     pub failure_rate: f64,
-    /// Open when at least this fraction of the window's calls were slow. 0.5: a guess
-    /// (resilience4j uses 1.0, which never trips while a few fast calls remain).
+    /// Open when at least this fraction of the window's calls were slow. 0.5: a guess, equal to
+    /// the failure rate (resilience4j uses 1.0, which never trips while a few fast calls remain).
     pub slow_call_rate: f64,
-    /// A call whose latency (honouring `mark()`) is at least this is slow. 5 000 ms: a guess.
+    /// A call whose latency (honouring `mark()`) is at least this is slow. 5 000 ms: a guess
+    /// (resilience4j uses 60 s, as long as a typical client timeout: it would never see the
+    /// spec's production incident, p50 0.35 s → 10.4 s). The simulator compares against it.
     pub slow_call_ms: u64,
-    /// Rates are judged only once the window holds this many calls. 20: a guess
+    /// Rates are judged only once the window holds this many calls. 20: Hystrix
+    /// `requestVolumeThreshold` and MicroProfile Fault Tolerance `requestVolumeThreshold`
     /// (resilience4j and Polly use 100, which a low-traffic service never reaches).
     pub minimum_calls: u32,
-    /// The rolling window the rates are computed over. 30 000 ms: Polly's SamplingDuration.
+    /// The rolling window the rates are computed over. 30 000 ms: Polly's `SamplingDuration`.
     pub window_ms: u64,
     /// Open on this many consecutive failures whatever the volume. 5: cockatiel's
-    /// ConsecutiveBreaker example; the low-traffic backstop.
+    /// `ConsecutiveBreaker(5)` README example; the low-traffic backstop.
     pub consecutive_failures: u32,
     /// How long the breaker stays open before half-open probes. 10 000 ms: cockatiel's
-    /// `halfOpenAfter` example; a guess between Polly's 5 s and resilience4j's 60 s.
+    /// documented `halfOpenAfter` default; between Polly's and Hystrix's 5 s and resilience4j's 60 s.
     pub open_ms: u64,
-    /// Probes admitted while half-open; all must succeed to close. 3: a guess
-    /// (resilience4j uses 10, which takes too long at low traffic).
+    /// Probes admitted while half-open; all must succeed to close. 3: a guess between Polly's
+    /// and cockatiel's 1 (one lucky call closes it) and resilience4j's 10 (too slow at low traffic).
     pub half_open_probes: u32,
 }
 
@@ -179,7 +187,10 @@ pub struct RegistryOptions {
 
 impl Default for RegistryOptions {
     fn default() -> Self {
-        RegistryOptions { max_keys: 1_000, max_key_length: 512 }
+        RegistryOptions {
+            max_keys: 1_000,
+            max_key_length: 512,
+        }
     }
 }
 
@@ -204,16 +215,28 @@ fn err(option: &'static str, message: String) -> OptionError {
 
 fn int_range(option: &'static str, v: u64, lo: u64, hi: u64) -> Result<(), OptionError> {
     if v < lo || v > hi {
-        return Err(err(option, format!("{option} must be an integer from {lo} to {hi}, got {v}")));
+        return Err(err(
+            option,
+            format!("{option} must be an integer from {lo} to {hi}, got {v}"),
+        ));
     }
     Ok(())
 }
 
-fn real_range(option: &'static str, v: f64, lo: f64, hi: f64, lo_open: bool) -> Result<(), OptionError> {
+fn real_range(
+    option: &'static str,
+    v: f64,
+    lo: f64,
+    hi: f64,
+    lo_open: bool,
+) -> Result<(), OptionError> {
     let below = if lo_open { v <= lo } else { v < lo };
     if !v.is_finite() || below || v > hi {
         let open = if lo_open { "above" } else { "from" };
-        return Err(err(option, format!("{option} must be a number {open} {lo} to {hi}, got {v}")));
+        return Err(err(
+            option,
+            format!("{option} must be a number {open} {lo} to {hi}, got {v}"),
+        ));
     }
     Ok(())
 }
@@ -230,10 +253,16 @@ impl LimiterOptions {
         if self.min_limit > self.max_limit {
             return Err(err(
                 "minLimit",
-                format!("minLimit ({}) must not exceed maxLimit ({})", self.min_limit, self.max_limit),
+                format!(
+                    "minLimit ({}) must not exceed maxLimit ({})",
+                    self.min_limit, self.max_limit
+                ),
             ));
         }
-        if self.initial_limit < self.min_limit || self.initial_limit > self.max_limit {
+        // A fixed limit never moves, so its bounds do not constrain it.
+        if self.algorithm == Algorithm::Fixed {
+            int_range("initialLimit", self.initial_limit as u64, 1, MAX_LIMIT)?;
+        } else if self.initial_limit < self.min_limit || self.initial_limit > self.max_limit {
             return Err(err(
                 "initialLimit",
                 format!(
@@ -250,15 +279,29 @@ impl LimiterOptions {
         if self.window_min_ms > self.window_max_ms {
             return Err(err(
                 "windowMinMs",
-                format!("windowMinMs ({}) must not exceed windowMaxMs ({})", self.window_min_ms, self.window_max_ms),
+                format!(
+                    "windowMinMs ({}) must not exceed windowMaxMs ({})",
+                    self.window_min_ms, self.window_max_ms
+                ),
             ));
         }
         int_range("minSamples", self.min_samples as u64, 1, 100_000)?;
-        int_range("correlationWindow", self.correlation_window as u64, 2, 1_000)?;
+        int_range(
+            "correlationWindow",
+            self.correlation_window as u64,
+            2,
+            1_000,
+        )?;
         int_range("updateIntervalMs", self.update_interval_ms, 0, MAX_MS)?;
         real_range("backoffRatio", self.backoff_ratio, 0.0, 1.0, true)?;
         if self.backoff_ratio >= 1.0 {
-            return Err(err("backoffRatio", format!("backoffRatio must be a number above 0 and below 1, got {}", self.backoff_ratio)));
+            return Err(err(
+                "backoffRatio",
+                format!(
+                    "backoffRatio must be a number above 0 and below 1, got {}",
+                    self.backoff_ratio
+                ),
+            ));
         }
         if let Some(q) = self.queue {
             real_range("queue.initialFactor", q.initial_factor, 1.0, 1_000.0, false)?;
@@ -282,18 +325,38 @@ impl BreakerOptions {
         real_range("breaker.failureRate", self.failure_rate, 0.0, 1.0, true)?;
         real_range("breaker.slowCallRate", self.slow_call_rate, 0.0, 1.0, true)?;
         int_range("breaker.slowCallMs", self.slow_call_ms, 1, MAX_MS)?;
-        int_range("breaker.minimumCalls", self.minimum_calls as u64, 1, 1_000_000)?;
+        int_range(
+            "breaker.minimumCalls",
+            self.minimum_calls as u64,
+            1,
+            1_000_000,
+        )?;
         int_range("breaker.windowMs", self.window_ms, 10, MAX_MS)?;
-        int_range("breaker.consecutiveFailures", self.consecutive_failures as u64, 1, 1_000_000)?;
+        int_range(
+            "breaker.consecutiveFailures",
+            self.consecutive_failures as u64,
+            1,
+            1_000_000,
+        )?;
         int_range("breaker.openMs", self.open_ms, 1, MAX_MS)?;
-        int_range("breaker.halfOpenProbes", self.half_open_probes as u64, 1, 1_000)?;
+        int_range(
+            "breaker.halfOpenProbes",
+            self.half_open_probes as u64,
+            1,
+            1_000,
+        )?;
         Ok(())
     }
 }
 
 impl BulkheadOptions {
     pub fn validate(&self) -> Result<(), OptionError> {
-        int_range("bulkhead.maxConcurrent", self.max_concurrent as u64, 1, MAX_LIMIT)
+        int_range(
+            "bulkhead.maxConcurrent",
+            self.max_concurrent as u64,
+            1,
+            MAX_LIMIT,
+        )
     }
 }
 

@@ -21,6 +21,8 @@ pub struct PermitSlot {
     pub inflight: u32,
     /// A half-open probe of the breaker.
     pub probe: bool,
+    /// The breaker's half-open cycle this probe belongs to; 0 when not a probe.
+    pub probe_cycle: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -35,6 +37,12 @@ impl PermitSlab {
     /// A new permit id, or `None` when the key already holds `MAX_SLOTS` calls.
     #[inline]
     pub fn alloc(&mut self, start: Nanos, inflight: u32, probe: bool) -> Option<u64> {
+        self.alloc_probe(start, inflight, probe as u32)
+    }
+
+    /// As [`alloc`](Self::alloc), remembering the breaker's half-open cycle (0: not a probe).
+    #[inline]
+    pub fn alloc_probe(&mut self, start: Nanos, inflight: u32, probe_cycle: u32) -> Option<u64> {
         self.next_gen = self.next_gen.wrapping_add(1);
         let gen = self.next_gen;
         let index = match self.free.pop() {
@@ -47,7 +55,15 @@ impl PermitSlab {
                 self.slots.len() - 1
             }
         };
-        self.slots[index] = PermitSlot { gen, live: true, start, mark: 0, inflight, probe };
+        self.slots[index] = PermitSlot {
+            gen,
+            live: true,
+            start,
+            mark: 0,
+            inflight,
+            probe: probe_cycle != 0,
+            probe_cycle,
+        };
         self.live += 1;
         Some(((gen as u64) << SLOT_BITS) | index as u64)
     }

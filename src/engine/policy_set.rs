@@ -1,7 +1,7 @@
 //! One key's policies, composed in the spec's order (§8), outermost first:
 //! breaker → limiter (+ queue) → bulkhead. The timeout lives in JS.
 
-use crate::engine::breaker::{Breaker, BreakerState};
+use crate::engine::breaker::{Breaker, BreakerState, BreakerTransition};
 use crate::engine::bulkhead::Bulkhead;
 use crate::engine::limiter::Limiter;
 use crate::engine::options::{Algorithm, PolicyOptions};
@@ -62,6 +62,12 @@ pub struct KeyStats {
     pub smoothed_ms: f64,
     pub window_samples: u32,
     pub bulkhead_active: u32,
+    /// Settled calls by verdict, indexed by `Verdict as usize`.
+    pub verdicts: [u64; 7],
+    /// Refused calls by reason, indexed by `RejectReason as usize` (index 0 unused).
+    pub rejections: [u64; 6],
+    /// The latency of the last observed call (start → mark, or start → settle), ns.
+    pub last_latency_ns: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -71,6 +77,9 @@ pub struct PolicySet {
     bulkhead: Option<Bulkhead>,
     algorithm: Option<Algorithm>,
     permits: PermitSlab,
+    verdicts: [u64; 7],
+    rejections: [u64; 6],
+    last_latency_ns: u64,
 }
 
 impl PolicySet {
@@ -81,18 +90,30 @@ impl PolicySet {
             bulkhead: opts.bulkhead.as_ref().map(Bulkhead::new),
             algorithm: opts.limiter.map(|l| l.algorithm),
             permits: PermitSlab::default(),
+            verdicts: [0; 7],
+            rejections: [0; 6],
+            last_latency_ns: 0,
         }
     }
 
     /// Acquire for a new call.
     #[inline]
     pub fn acquire(&mut self, now: Nanos, rng: &mut SplitMix64) -> Acquired {
+        let a = self.acquire_inner(now, rng);
+        if let Acquired::Rejected(r) = a {
+            self.rejections[r as usize] += 1;
+        }
+        a
+    }
+
+    #[inline]
+    fn acquire_inner(&mut self, now: Nanos, rng: &mut SplitMix64) -> Acquired {
         let probe = match &mut self.breaker {
             Some(b) => match b.try_acquire(now) {
                 Some(p) => p,
                 None => return Acquired::Rejected(RejectReason::Breaker),
             },
-            None => false,
+            None => 0,
         };
         if let Some(l) = &mut self.limiter {
             match l.admit(now, rng) {
@@ -113,6 +134,15 @@ impl PolicySet {
     /// it would refuse now never reaches the upstream (and leaves the queue).
     #[inline]
     pub fn admit_queued(&mut self, now: Nanos) -> Option<Acquired> {
+        let a = self.admit_queued_inner(now);
+        if let Some(Acquired::Rejected(r)) = a {
+            self.rejections[r as usize] += 1;
+        }
+        a
+    }
+
+    #[inline]
+    fn admit_queued_inner(&mut self, now: Nanos) -> Option<Acquired> {
         let limiter = self.limiter.as_mut()?;
         if limiter.queued() == 0 {
             return None;
@@ -125,7 +155,7 @@ impl PolicySet {
                     return Some(Acquired::Rejected(RejectReason::Breaker));
                 }
             },
-            None => false,
+            None => 0,
         };
         if !limiter.admit_queued(now) {
             self.give_back_probe(probe);
@@ -142,7 +172,7 @@ impl PolicySet {
 
     /// Past the limiter: the bulkhead, then a permit.
     #[inline]
-    fn enter(&mut self, now: Nanos, probe: bool) -> Acquired {
+    fn enter(&mut self, now: Nanos, probe: u32) -> Acquired {
         if let Some(b) = &mut self.bulkhead {
             if !b.try_acquire() {
                 return self.refuse(probe, RejectReason::Bulkhead, true);
@@ -152,7 +182,7 @@ impl PolicySet {
             Some(l) => l.inflight(),
             None => self.permits.live() + 1,
         };
-        match self.permits.alloc(now, inflight, probe) {
+        match self.permits.alloc_probe(now, inflight, probe) {
             Some(id) => Acquired::Permit(id),
             None => {
                 if let Some(b) = &mut self.bulkhead {
@@ -164,7 +194,7 @@ impl PolicySet {
     }
 
     /// Undo what the outer policies granted to a call refused further in.
-    fn refuse(&mut self, probe: bool, reason: RejectReason, limiter_admitted: bool) -> Acquired {
+    fn refuse(&mut self, probe: u32, reason: RejectReason, limiter_admitted: bool) -> Acquired {
         if limiter_admitted {
             if let Some(l) = &mut self.limiter {
                 l.release(0, None);
@@ -174,10 +204,10 @@ impl PolicySet {
         Acquired::Rejected(reason)
     }
 
-    fn give_back_probe(&mut self, probe: bool) {
-        if probe {
+    fn give_back_probe(&mut self, probe: u32) {
+        if probe != 0 {
             if let Some(b) = &mut self.breaker {
-                b.release_probe();
+                b.release_probe(probe);
             }
         }
     }
@@ -203,21 +233,58 @@ impl PolicySet {
         // A clock that went backwards yields 0, never a wrapped-around huge latency.
         let end = now.max(slot.start);
         let duration_ns = end - slot.start;
-        let latency_ns = if slot.mark != 0 { slot.mark - slot.start } else { duration_ns };
+        let latency_ns = if slot.mark != 0 {
+            slot.mark - slot.start
+        } else {
+            duration_ns
+        };
+        self.verdicts[verdict as usize] += 1;
+        if !verdict.is_ignored() {
+            self.last_latency_ns = latency_ns;
+        }
         if let Some(b) = &mut self.breaker {
-            b.on_result(end, verdict, latency_ns, slot.probe);
+            b.on_result(end, verdict, latency_ns, slot.probe_cycle);
         }
         if let Some(b) = &mut self.bulkhead {
             b.release();
         }
         match &mut self.limiter {
             Some(l) => {
-                let sample = Sample { latency_ns, duration_ns, inflight: slot.inflight, verdict };
+                let sample = Sample {
+                    latency_ns,
+                    duration_ns,
+                    inflight: slot.inflight,
+                    verdict,
+                };
                 l.release(end, (!verdict.is_ignored()).then_some(&sample));
                 Ok(l.wakeable())
             }
             None => Ok(0),
         }
+    }
+
+    /// How many waiters could be admitted right now (0 without a limiter). The binding asks
+    /// after an acquire that queued: a limit that grew on that acquire admits waiters at once.
+    #[inline]
+    pub fn wakeable(&self) -> u32 {
+        self.limiter.as_ref().map_or(0, |l| l.wakeable())
+    }
+
+    /// The breaker's last state change (`None`: no breaker, or no change yet). O(1): poll its
+    /// `seq` after acquire / admit_queued / settle to emit state-change events.
+    #[inline]
+    pub fn breaker_transition(&self) -> Option<BreakerTransition> {
+        self.breaker.as_ref().and_then(|b| b.last_transition())
+    }
+
+    /// The breaker, if on (read-only: window counts, probes, options).
+    pub fn breaker(&self) -> Option<&Breaker> {
+        self.breaker.as_ref()
+    }
+
+    /// The limiter, if on (read-only).
+    pub fn limiter(&self) -> Option<&Limiter> {
+        self.limiter.as_ref()
     }
 
     /// Nothing in flight and nobody waiting: the registry may evict this key.
@@ -227,7 +294,11 @@ impl PolicySet {
     }
 
     pub fn stats(&self, now: Nanos) -> KeyStats {
-        let ls = self.limiter.as_ref().map(|l| l.limit_stats()).unwrap_or_default();
+        let ls = self
+            .limiter
+            .as_ref()
+            .map(|l| l.limit_stats())
+            .unwrap_or_default();
         KeyStats {
             limit: self.limiter.as_ref().map_or(u32::MAX, |l| l.limit()),
             inflight: self.permits.live(),
@@ -238,6 +309,9 @@ impl PolicySet {
             smoothed_ms: ls.smoothed_ms,
             window_samples: ls.window_samples,
             bulkhead_active: self.bulkhead.as_ref().map_or(0, |b| b.active()),
+            verdicts: self.verdicts,
+            rejections: self.rejections,
+            last_latency_ns: self.last_latency_ns,
         }
     }
 

@@ -21,7 +21,13 @@ pub enum Admission {
 
 /// Decide what a new call does. `rng` is drawn only inside the ramp.
 #[inline]
-pub fn admit(inflight: u32, queued: u32, limit: u32, queue: Option<&QueueOptions>, rng: &mut SplitMix64) -> Admission {
+pub fn admit(
+    inflight: u32,
+    queued: u32,
+    limit: u32,
+    queue: Option<&QueueOptions>,
+    rng: &mut SplitMix64,
+) -> Admission {
     // Waiters go first (FIFO): a newcomer runs at once only when nobody is waiting.
     if queued == 0 && inflight < limit {
         return Admission::Run;

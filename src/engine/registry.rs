@@ -110,16 +110,25 @@ impl Registry {
     /// The handle of `name`, creating its policy set if needed (evicting an idle key at the cap).
     pub fn resolve(&mut self, name: &str, now: Nanos) -> Result<Resolved, RegistryError> {
         if name.len() > self.opts.max_key_length as usize {
-            return Err(RegistryError::KeyTooLong { len: name.len(), max: self.opts.max_key_length });
+            return Err(RegistryError::KeyTooLong {
+                len: name.len(),
+                max: self.opts.max_key_length,
+            });
         }
         if let Some(&i) = self.map.get(name) {
             self.touch(i);
             let e = &self.entries[i as usize];
-            return Ok(Resolved { handle: Self::handle_of(i, e.gen), index: i, created: false });
+            return Ok(Resolved {
+                handle: Self::handle_of(i, e.gen),
+                index: i,
+                created: false,
+            });
         }
         let live = self.entries.len() - self.free.len();
         if live >= self.opts.max_keys as usize {
-            let victim = self.least_recent_idle().ok_or(RegistryError::Full { max_keys: self.opts.max_keys })?;
+            let victim = self.least_recent_idle().ok_or(RegistryError::Full {
+                max_keys: self.opts.max_keys,
+            })?;
             self.remove(victim);
         }
         let policies = PolicySet::new(&self.template, now);
@@ -133,14 +142,25 @@ impl Registry {
                 i
             }
             None => {
-                self.entries.push(Entry { name: name.into(), gen: 0, live: true, prev: NIL, next: NIL, policies });
+                self.entries.push(Entry {
+                    name: name.into(),
+                    gen: 0,
+                    live: true,
+                    prev: NIL,
+                    next: NIL,
+                    policies,
+                });
                 (self.entries.len() - 1) as u32
             }
         };
         self.map.insert(name.into(), index);
         self.push_front(index);
         let gen = self.entries[index as usize].gen;
-        Ok(Resolved { handle: Self::handle_of(index, gen), index, created: true })
+        Ok(Resolved {
+            handle: Self::handle_of(index, gen),
+            index,
+            created: true,
+        })
     }
 
     fn least_recent_idle(&self) -> Option<u32> {
@@ -220,7 +240,9 @@ impl Registry {
 
     /// The policy set of a key by name, if alive.
     pub fn find(&self, name: &str) -> Option<&PolicySet> {
-        self.map.get(name).map(|&i| &self.entries[i as usize].policies)
+        self.map
+            .get(name)
+            .map(|&i| &self.entries[i as usize].policies)
     }
 
     /// Live keys, most recently used first.

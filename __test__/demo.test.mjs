@@ -1,0 +1,65 @@
+// `npm run demo` in a few seconds: it ends by itself, prints the view (plain lines, since its
+// stdout is a pipe here, as in CI) and writes the chart.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const demo = fileURLToPath(new URL('../demo/demo.mjs', import.meta.url))
+
+function run(args, env, limitMs) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [demo, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`the demo did not end within ${limitMs} ms\n${stdout}\n${stderr}`))
+    }, limitMs)
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer)
+      resolve({ code, signal, stdout, stderr })
+    })
+  })
+}
+
+test('demo: a short run ends by itself, prints the view and writes the chart', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'resilix-demo-'))
+  try {
+    const out = join(dir, 'run.svg')
+    // DEMO_SECONDS sets the length, as a user would for a quick look.
+    const r = await run(['--out', out], { DEMO_SECONDS: '3' }, 60_000)
+    assert.equal(r.code, 0, r.stderr)
+    assert.doesNotMatch(r.stdout, /\x1b\[/, 'no cursor movement or colour when stdout is not a terminal')
+    const lines = r.stdout.split('\n').filter((l) => /\blimit\s+\d+\b.*\binflight\s+\d+.*\bqueued\s+\d+.*\bp90\b.*\bshed\/s\b.*\bbreaker (closed|open|half-open)/.test(l))
+    assert.ok(lines.length >= 2, `view lines printed:\n${r.stdout}`)
+    assert.match(r.stdout, /healthy/)
+    assert.match(r.stdout, /degraded/)
+    assert.match(r.stdout, /recovered/)
+    assert.match(r.stdout, /done: \d+ calls offered, \d+ ok/)
+    const svg = readFileSync(out, 'utf8')
+    assert.match(svg, /^<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/)
+    assert.match(svg, /Concurrency/)
+    assert.match(svg, /resilix limit/)
+    const data = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8'))
+    assert.ok(data.series.length >= 8, 'a snapshot every 250 ms')
+    assert.ok(data.totals.ok > 100, `calls went through: ${data.totals.ok}`)
+    assert.equal(data.totals.errors, 0)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('demo: --help prints the flags; a bad flag value exits 2 with the reason', async () => {
+  const help = await run(['--help'], {}, 20_000)
+  assert.equal(help.code, 0)
+  for (const flag of ['--seconds', '--capacity', '--latency', '--rate', '--timeout', '--out']) assert.match(help.stdout, new RegExp(flag))
+  const bad = await run(['--capacity', 'x'], {}, 20_000)
+  assert.equal(bad.code, 2)
+  assert.match(bad.stderr, /--capacity must be an integer/)
+})

@@ -1,0 +1,157 @@
+// Installs what `npm run pack:local` writes into an empty project, offline, the way a user's
+// `npm install resilix` lands (main package + this platform's binary package), then uses it from
+// CommonJS and ESM and type-checks a strict TypeScript file
+// (ESM and CommonJS flavours) against the installed typings.
+import assert from 'node:assert/strict'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const require = createRequire(import.meta.url)
+const { detectHost, targetFor, SUPPORTED_TARGETS } = require('../lib/load-native.js')
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+
+const target = targetFor(detectHost())
+const binaryFile = target && `${pkg.napi.binaryName}.${target.abi}.node`
+const skip = !target
+  ? 'no prebuilt target for this host'
+  : !existsSync(join(root, binaryFile))
+    ? `${binaryFile} not built (run \`npm run build\`)`
+    : false
+
+// The npm that runs `npm test` (npm_execpath), else npm on PATH.
+function npm(args, cwd) {
+  const viaNode = process.env.npm_execpath && process.env.npm_execpath.endsWith('.js')
+  const r = spawnSync(viaNode ? process.execPath : 'npm', viaNode ? [process.env.npm_execpath, ...args] : args, {
+    cwd,
+    encoding: 'utf8',
+    shell: !viaNode && process.platform === 'win32',
+  })
+  assert.equal(r.status, 0, `npm ${args.join(' ')} failed:\n${r.stdout}\n${r.stderr}`)
+  return r.stdout
+}
+
+const CJS = `
+const assert = require('node:assert/strict')
+const resilix = require('resilix')
+const { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError } = resilix
+for (const [name, v] of Object.entries({ Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError })) {
+  assert.equal(typeof v, 'function', name)
+}
+assert.equal(isRejectedError(new Error('x')), false)
+assert.equal(isTimeoutError(new Error('x')), false)
+new Resilix().execute(async (ctx) => 1, { key: 'k' }).then((v) => {
+  assert.equal(v, 1)
+  const binaries = Object.keys(require.cache).filter((p) => p.endsWith('.node'))
+  console.log(JSON.stringify({ v, binaries }))
+})
+`
+
+const ESM = `
+import assert from 'node:assert/strict'
+import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError } from 'resilix'
+import { createRequire } from 'node:module'
+for (const [name, v] of Object.entries({ Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError })) {
+  assert.equal(typeof v, 'function', name)
+}
+// One instance for both module systems: no dual-package hazard.
+assert.equal(Resilix, createRequire(import.meta.url)('resilix').Resilix)
+const v = await new Resilix().execute(async (ctx) => 1, { key: 'k' })
+assert.equal(v, 1)
+console.log(JSON.stringify({ v }))
+`
+
+// Strict TypeScript, ESM flavour. The @ts-expect-error lines fail the check if the typings are `any`.
+const MTS = `
+import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError } from 'resilix'
+
+const r = new Resilix()
+const n: number = await r.execute(async (ctx) => 1, { key: 'k' })
+// @ts-expect-error execute resolves to what fn resolves to (a number), not a string
+const s: string = await r.execute(async (ctx) => 1, { key: 'k' })
+
+function classify(err: unknown): string {
+  if (isRejectedError(err)) return 'rejected'
+  if (isTimeoutError(err)) return 'timeout'
+  return err instanceof RejectedError || err instanceof TimeoutError ? 'other' : 'unknown'
+}
+// @ts-expect-error Resilix is a class: calling it without new is a type error
+Resilix()
+export { n, s, classify }
+`
+
+// Strict TypeScript, CommonJS flavour (import = require).
+const CTS = `
+import resilix = require('resilix')
+const r = new resilix.Resilix()
+export const p: Promise<number> = r.execute(async () => 2, { key: 'k' })
+`
+
+test('pack:local tarballs install offline into an empty project and work from CJS, ESM and strict TS', { skip, timeout: 120_000 }, () => {
+  const out = execFileSync(process.execPath, [join(root, 'scripts/pack-local.mjs')], { cwd: root, encoding: 'utf8' })
+  const tarballs = out.trim().split('\n')
+  assert.equal(tarballs.length, 2)
+  for (const t of tarballs) assert.ok(existsSync(t), t)
+
+  const dir = mkdtempSync(join(tmpdir(), 'resilix-pack-'))
+  try {
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'pack-install-check', private: true }))
+    // --offline: the two tarballs are all it needs. The other platforms' optional packages are not in
+    // the cache and are skipped, as npm skips them on a real install for not matching os/cpu/libc.
+    npm(['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', ...tarballs], dir)
+
+    const installed = JSON.parse(readFileSync(join(dir, 'node_modules/resilix/package.json'), 'utf8'))
+    assert.equal(installed.version, pkg.version)
+    assert.deepEqual(
+      installed.optionalDependencies,
+      Object.fromEntries(SUPPORTED_TARGETS.map((t) => [t.packageName, pkg.version])),
+      'every platform package, at the package version',
+    )
+    assert.ok(existsSync(join(dir, 'node_modules', target.packageName, binaryFile)))
+
+    writeFileSync(join(dir, 'check.cjs'), CJS)
+    writeFileSync(join(dir, 'check.mjs'), ESM)
+    // Under the Node running this file (npm test runs the file under 20, 22 and 24).
+    const cjs = JSON.parse(execFileSync(process.execPath, ['check.cjs'], { cwd: dir, encoding: 'utf8' }))
+    assert.equal(cjs.v, 1)
+    // The binary came from the platform package, not from a stray local build.
+    assert.deepEqual(
+      cjs.binaries.map((p) => p.replace(/\\/g, '/')),
+      [join(dir, 'node_modules', target.packageName, binaryFile).replace(/\\/g, '/')],
+    )
+    const esm = JSON.parse(execFileSync(process.execPath, ['check.mjs'], { cwd: dir, encoding: 'utf8' }))
+    assert.equal(esm.v, 1)
+
+    writeFileSync(join(dir, 'check.mts'), MTS)
+    writeFileSync(join(dir, 'check.cts'), CTS)
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          skipLibCheck: false,
+          // A user's project has @types/node; borrow the repo's rather than install it.
+          typeRoots: [join(root, 'node_modules/@types')],
+          types: ['node'],
+        },
+        files: ['check.mts', 'check.cts'],
+      }),
+    )
+    const tsc = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.json'], {
+      cwd: dir,
+      encoding: 'utf8',
+    })
+    assert.equal(tsc.status, 0, `tsc failed:\n${tsc.stdout}${tsc.stderr}`)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

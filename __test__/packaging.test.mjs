@@ -1,0 +1,77 @@
+// The per-platform packages under npm/ match package.json (names, version, os/cpu/libc), and
+// `npm version` keeps their versions in step through the `version` script (napi version).
+import assert from 'node:assert/strict'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const require = createRequire(import.meta.url)
+const { SUPPORTED_TARGETS } = require('../lib/load-native.js')
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+const readJson = (p) => JSON.parse(readFileSync(p, 'utf8'))
+
+test('npm/ holds one package per napi target, at the package version, with matching os/cpu/libc', () => {
+  assert.deepEqual(readdirSync(join(root, 'npm')).sort(), SUPPORTED_TARGETS.map((t) => t.abi).sort())
+  for (const t of SUPPORTED_TARGETS) {
+    const p = readJson(join(root, 'npm', t.abi, 'package.json'))
+    const binary = `${pkg.napi.binaryName}.${t.abi}.node`
+    assert.equal(p.name, t.packageName)
+    assert.equal(p.version, pkg.version, `${t.abi} version`)
+    assert.deepEqual(p.os, [t.platform])
+    assert.deepEqual(p.cpu, [t.arch])
+    if (t.libc) assert.deepEqual(p.libc, [t.libc])
+    else assert.equal(p.libc, undefined)
+    assert.equal(p.main, binary)
+    assert.deepEqual(p.files, [binary])
+  }
+})
+
+test('the main package ships its entry points and loader, not Rust sources or binaries', () => {
+  for (const f of ['index.js', 'index.mjs', 'index.d.ts', 'native.js', 'lib/']) assert.ok(pkg.files.includes(f), f)
+  assert.ok(!pkg.files.some((f) => /\.node$|^src|^npm|^target/.test(f)))
+})
+
+// The Node container images CI tests musl/glibc in have no git; the check needs it.
+const hasGit = spawnSync('git', ['--version']).status === 0
+
+test('`npm version` bumps npm/*/package.json in the same commit (scripts.version = napi version)', { timeout: 60_000, skip: !hasGit && 'git not installed' }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'resilix-version-'))
+  try {
+    cpSync(join(root, 'package.json'), join(dir, 'package.json'))
+    cpSync(join(root, 'npm'), join(dir, 'npm'), { recursive: true })
+    symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'junction') // for the napi CLI
+    writeFileSync(join(dir, '.gitignore'), 'node_modules\n')
+    const env = {
+      ...process.env,
+      GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.invalid',
+      GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.invalid',
+    }
+    const git = (...args) => execFileSync('git', args, { cwd: dir, env, encoding: 'utf8' })
+    git('init', '-q')
+    git('add', '.')
+    git('commit', '-qm', 'init')
+
+    const viaNode = process.env.npm_execpath && process.env.npm_execpath.endsWith('.js')
+    const r = spawnSync(
+      viaNode ? process.execPath : 'npm',
+      [...(viaNode ? [process.env.npm_execpath] : []), 'version', '9.8.7'],
+      { cwd: dir, env, encoding: 'utf8', shell: !viaNode && process.platform === 'win32' },
+    )
+    assert.equal(r.status, 0, r.stderr)
+
+    for (const t of SUPPORTED_TARGETS) {
+      assert.equal(readJson(join(dir, 'npm', t.abi, 'package.json')).version, '9.8.7', t.abi)
+    }
+    const committed = git('show', '--name-only', '--format=%s', 'HEAD').trim().split('\n')
+    assert.equal(committed[0], '9.8.7')
+    for (const t of SUPPORTED_TARGETS) assert.ok(committed.includes(`npm/${t.abi}/package.json`), `${t.abi} in the commit`)
+    assert.equal(git('tag', '--list').trim(), 'v9.8.7')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

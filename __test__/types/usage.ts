@@ -1,0 +1,70 @@
+// Type-checked by `npm test` (tsc --noEmit, strict). Each @ts-expect-error line must be an error:
+// if the typings ever accept it, tsc fails on the unused directive.
+import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError } from '../../index.js'
+import type { KeyStats, Verdict, ResilixOptions, Permit } from '../../index.js'
+
+const rx = new Resilix({
+  algorithm: 'gradient2',
+  initialLimit: 10,
+  minLimit: 2,
+  queue: { initialFactor: 2, maxFactor: 3 },
+  breaker: { consecutiveFailures: 3, slowCallMs: 2000 },
+  bulkhead: { maxConcurrent: 50 },
+  timeoutMs: 5000,
+  classify: (o) => (o.ok ? undefined : 'failure'),
+})
+new Resilix({ limiter: false, breaker: false, bulkhead: false, timeoutMs: false })
+
+async function main(): Promise<void> {
+  const n: number = await rx.execute(async (ctx) => {
+    const s: AbortSignal = ctx.signal
+    ctx.mark()
+    return s.aborted ? 0 : ctx.key.length
+  }, { key: 'api.example.com', timeoutMs: 100 })
+  const str: string = await rx.execute(() => 'sync value')
+  const p: Permit = await rx.acquire('k', { timeoutMs: 10 })
+  p.mark()
+  p.release('overload')
+  const s: KeyStats | undefined = rx.stats('k')
+  const limit: number | null | undefined = s?.limit
+  const all: Record<string, KeyStats> = rx.stats()
+  const keys: string[] = rx.keys()
+  const d = rx.onLimitChange((e) => console.log(e.key, e.limit, e.previous))
+  d.dispose()
+  rx.onBreakerStateChange((e) => {
+    const st: 'closed' | 'open' | 'half-open' = e.state
+    return st
+  })
+  rx.onReject((e) => e.reason === 'breaker')
+  try {
+    await rx.execute(() => 1)
+  } catch (e) {
+    if (isRejectedError(e)) {
+      const r: 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' = e.reason
+      console.log(r)
+    }
+    if (isTimeoutError(e)) console.log(e.timeoutMs, e.queued)
+    if (e instanceof RejectedError || e instanceof TimeoutError) console.log(e.key)
+  }
+  const v: Verdict = 'answered'
+  console.log(n, str, limit, all, keys, v)
+}
+
+// @ts-expect-error: not an algorithm
+new Resilix({ algorithm: 'nope' })
+// @ts-expect-error: limiter takes only false
+new Resilix({ limiter: true })
+// @ts-expect-error: bulkhead needs maxConcurrent
+new Resilix({ bulkhead: {} })
+// @ts-expect-error: unknown option
+new Resilix({ maxLimt: 10 })
+// @ts-expect-error: not a verdict
+rx.acquire().then((p) => p.release('ok'))
+// @ts-expect-error: timeoutMs is a number
+rx.execute(() => 1, { timeoutMs: '5s' })
+const bad: ResilixOptions = {
+  // @ts-expect-error: classify returns a verdict
+  classify: () => 'great',
+}
+void bad
+void main

@@ -1,0 +1,235 @@
+// resilix: adaptive concurrency limiting, circuit breaking, bulkheads and timeouts, per upstream.
+// This file is the typed reference; every default states its provenance (spec §6).
+
+/**
+ * How a settled call is classified (spec §8):
+ * - `success`: resolved with no status or a 1xx–3xx status. A latency sample; a breaker success.
+ * - `failure`: a 5xx status or a thrown error. A sample that must not read as health; a breaker failure.
+ * - `overload`: status 429 or 503. A strong reduce signal for the limiter; not a breaker failure.
+ * - `answered`: another 4xx. The upstream did work: a latency sample without pressure; a breaker success.
+ * - `timeout`: our deadline passed. The strongest reduce signal; a breaker failure.
+ * - `rejected`: refused by our own policy. Ignored by every policy.
+ */
+export type Verdict = 'success' | 'failure' | 'overload' | 'answered' | 'timeout' | 'rejected'
+
+/** Why one of resilix's own policies refused a call. */
+export type RejectReason = 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry'
+
+/** The limit algorithm (spec §4). */
+export type Algorithm = 'vegas' | 'gradient2' | 'aimd' | 'fixed'
+
+export type BreakerState = 'closed' | 'open' | 'half-open'
+
+/** Handed to `fn`. */
+export interface CallContext {
+  /** The upstream key of this call. */
+  readonly key: string
+  /**
+   * Aborts when the call's deadline passes (reason: a `TimeoutError`) or when the caller's own
+   * signal aborts (its reason). Never aborted because `fn` returned: a streamed body stays
+   * readable. Created only when read.
+   */
+  readonly signal: AbortSignal
+  /**
+   * First byte (or first token) arrived: the latency the limiter learns from is start → mark.
+   * **If you stream, you must call `ctx.mark()`, or the limiter will mis-tune.**
+   * Bound to its call: it may be passed as a callback (`body.once('data', ctx.mark)`).
+   */
+  readonly mark: () => void
+}
+
+export interface ExecuteOptions {
+  /** Upstream key, e.g. a host. Default `'default'`. At most `maxKeyLength` bytes. */
+  key?: string
+  /**
+   * Deadline in ms from the moment `execute` is called; time spent waiting in the queue counts.
+   * Overrides the instance's `timeoutMs`; `false` turns it off for this call.
+   */
+  timeoutMs?: number | false
+  /** Caller cancellation. An aborted call is not an observation for any policy. */
+  signal?: AbortSignal
+}
+
+export interface AcquireOptions {
+  /** Maximum time in ms to wait in the queue for a permit. Default: no limit. */
+  timeoutMs?: number | false
+  /** Caller cancellation while waiting. */
+  signal?: AbortSignal
+}
+
+export interface QueueOptions {
+  /** Outstanding calls (in flight + waiting) up to `initialFactor × limit` wait. Default 2 (failsafe-go `WithQueueing(2, 3)`). */
+  initialFactor?: number
+  /** From `initialFactor × limit` to `maxFactor × limit` the rejection chance rises 0 → 1; beyond, all are rejected. Default 3 (failsafe-go). */
+  maxFactor?: number
+}
+
+export interface BreakerOptions {
+  /** Open when at least this fraction of the window's calls failed. Range (0, 1]. Default 0.5 (resilience4j). */
+  failureRate?: number
+  /** Open when at least this fraction of the window's calls were slow. Range (0, 1]. Default 0.5 (a guess; see README). */
+  slowCallRate?: number
+  /** A call whose latency (honouring `mark()`) is at least this many ms is slow. Default 5000 (a guess). */
+  slowCallMs?: number
+  /** Rates are judged only once the window holds this many calls. Default 20 (a guess; resilience4j and Polly use 100). */
+  minimumCalls?: number
+  /** The rolling window of the rates, ms. Default 30000 (Polly's SamplingDuration). */
+  windowMs?: number
+  /** Open on this many consecutive failures whatever the volume (the low-traffic backstop). Default 5 (cockatiel's ConsecutiveBreaker example). */
+  consecutiveFailures?: number
+  /** How long the breaker stays open before half-open probes, ms. Default 10000 (a guess between Polly's 5 s and resilience4j's 60 s). */
+  openMs?: number
+  /** Probes admitted while half-open; all must succeed to close. Default 3 (a guess; resilience4j uses 10). */
+  halfOpenProbes?: number
+}
+
+export interface BulkheadOptions {
+  /** Fixed maximum of concurrent calls per key; more are rejected with reason `'bulkhead'`. Required. */
+  maxConcurrent: number
+}
+
+/** An outcome as `classify` sees it. */
+export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown }
+
+export interface ResilixOptions {
+  /** `false` turns the adaptive limiter (and its queue) off. */
+  limiter?: false
+  /** The limit algorithm. Default `'vegas'`: Uber and Netflix both chose it for this problem. */
+  algorithm?: Algorithm
+  /** The limit a key starts with. Default 20 (Netflix VegasLimit/Gradient2Limit). */
+  initialLimit?: number
+  /** The limit never goes below this. Default 4 (ours, a guess: keeps a trickle flowing so recovery is observable). */
+  minLimit?: number
+  /** The limit never goes above this. Default 200 (Netflix Gradient2Limit). */
+  maxLimit?: number
+  /** The latency quantile measured per window. Range (0, 1]. Default 0.9 (Envoy and Uber, independently). */
+  quantile?: number
+  /** Exponential smoothing of the limit (Gradient2). Range (0, 1]. Default 0.2 (Netflix Gradient2Limit). */
+  smoothing?: number
+  /** Gradient2's tolerance of latency above the long-term average. Range [1, 100]. Default 1.5 (Netflix Gradient2Limit). */
+  rttTolerance?: number
+  /** Shortest measurement window, ms. Default 2000 (Uber: "minimum interval 2 seconds"). */
+  windowMinMs?: number
+  /** Longest measurement window, ms. Default 30000 (Uber: "maximum 30"). */
+  windowMaxMs?: number
+  /** Samples a window wants before it closes (adaptive at low traffic, see README). Default 50 (failsafe-go). */
+  minSamples?: number
+  /** Windows over which inflight/throughput correlation is tracked for baseline resets. Default 50 (Uber). */
+  correlationWindow?: number
+  /** The control loop runs on settle at most this often, ms. Default 100 (Envoy "concurrency update interval 0.1s"). */
+  updateIntervalMs?: number
+  /** AIMD's multiplicative decrease. Range (0, 1). Default 0.9 (Netflix AIMDLimit). */
+  backoffRatio?: number
+  /** Queue instead of reject (spec §7); `false` rejects at the limit with reason `'limit'`. Default `{ initialFactor: 2, maxFactor: 3 }`. */
+  queue?: QueueOptions | false
+  /** Circuit breaker settings; `false` turns it off. Default on, with the defaults of `BreakerOptions`. */
+  breaker?: BreakerOptions | false
+  /** A fixed concurrency cap per key, no queue. Default off. */
+  bulkhead?: BulkheadOptions | false
+  /** Default per-call deadline in ms, counted from `execute()` (queue wait included). Default `false`: none. */
+  timeoutMs?: number | false
+  /**
+   * Overrides the default classification. Return a verdict, or `undefined` to keep the default.
+   * A throw or an unknown verdict rejects the call with that error (accounting stays exact).
+   */
+  classify?: (outcome: Outcome) => Verdict | undefined
+  /** Most keys alive at once; the least recently used idle key is evicted past it. Default 1000 (DESIGN.md). */
+  maxKeys?: number
+  /** Longest key in UTF-8 bytes; longer keys are refused with a RangeError. Default 512 (ours; a host name is at most 253). */
+  maxKeyLength?: number
+  /** Seed of the queue's rejection ramp, for reproducible runs. Default: random per instance. */
+  seed?: number
+}
+
+export interface KeyStats {
+  key: string
+  /** The concurrency limit in force, or null when the limiter is off. */
+  limit: number | null
+  /** Calls holding a permit. A call whose fn ignores its signal after a timeout stays counted until fn really settles. */
+  inflight: number
+  /** Calls waiting in the queue. */
+  queued: number
+  /** The breaker's state, or null when the breaker is off. */
+  breaker: BreakerState | null
+  algorithm: Algorithm | null
+  /** The limiter's no-load reference latency, ms (0 until measured). */
+  baselineMs: number
+  /** The limiter's smoothed latency, ms. */
+  smoothedMs: number
+  /** Samples in the limiter's current window. */
+  windowSamples: number
+  /** Calls holding a bulkhead place. */
+  bulkheadActive: number
+  /** Latency of the last observed call (start → `mark()`, or start → settle), ms. */
+  lastLatencyMs: number
+  /** Settled calls by verdict since the key was created (`cancelled`: the caller's signal aborted). */
+  verdicts: Record<Verdict | 'cancelled', number>
+  /** Calls refused by our own policies, by reason, since the key was created. */
+  rejections: Record<Exclude<RejectReason, 'registry'>, number>
+}
+
+export interface Permit {
+  readonly key: string
+  /** True once released. */
+  readonly released: boolean
+  /** First byte arrived (see `CallContext.mark`); bound, like it. */
+  readonly mark: () => void
+  /** Settles the permit, exactly once. Default verdict `'success'`. A second release throws. */
+  release(verdict?: Verdict): void
+}
+
+export interface Disposable {
+  dispose(): void
+}
+
+export interface LimitChangeEvent {
+  key: string
+  limit: number
+  previous: number
+}
+export interface BreakerStateChangeEvent {
+  key: string
+  state: BreakerState
+  previous: BreakerState
+}
+export interface RejectEvent {
+  key: string
+  reason: RejectReason
+}
+
+export declare class Resilix {
+  /** Throws TypeError / RangeError naming the option on bad options. */
+  constructor(options?: ResilixOptions)
+  /** Runs `fn` under the key's policies: breaker → limiter (+ queue) → bulkhead → timeout. */
+  execute<T>(fn: (ctx: CallContext) => T | PromiseLike<T>, options?: ExecuteOptions): Promise<T>
+  /** Low level: waits for a permit for callers that cannot wrap a function. */
+  acquire(key?: string, options?: AcquireOptions): Promise<Permit>
+  /** One key's state; undefined when the key is not in the registry. */
+  stats(key: string): KeyStats | undefined
+  /** Every live key's state. */
+  stats(): Record<string, KeyStats>
+  /** Keys alive in the registry now, most recently used first. */
+  keys(): string[]
+  onLimitChange(listener: (event: LimitChangeEvent) => void): Disposable
+  onBreakerStateChange(listener: (event: BreakerStateChangeEvent) => void): Disposable
+  onReject(listener: (event: RejectEvent) => void): Disposable
+}
+
+/** Refused by one of resilix's own policies; the upstream was never called. */
+export declare class RejectedError extends Error {
+  readonly name: 'RejectedError'
+  readonly reason: RejectReason
+  readonly key: string
+}
+
+/** The call's deadline passed. */
+export declare class TimeoutError extends Error {
+  readonly name: 'TimeoutError'
+  readonly key: string
+  readonly timeoutMs: number
+  /** True when the deadline passed while the call waited in the queue (fn never ran). */
+  readonly queued: boolean
+}
+
+export declare function isRejectedError(e: unknown): e is RejectedError
+export declare function isTimeoutError(e: unknown): e is TimeoutError

@@ -1,0 +1,510 @@
+'use strict'
+// The public surface. Promises, waiters, deadlines, signals and classification live here;
+// every policy decision is the engine's (src/engine). Hot path: one native call to acquire,
+// one to settle, numbers only.
+
+const { AsyncResource } = require('node:async_hooks')
+const {
+  native, QUEUED, STALE_HANDLE, KEEP_WAITING, REGISTRY_FULL, REASONS, SLOT_SPAN, BREAKER_STATES, mapNativeError,
+} = require('./lib/native')
+const { RejectedError, TimeoutError, isRejectedError, isTimeoutError } = require('./lib/errors')
+const V = require('./lib/verdicts')
+const { normalize, timeoutOption, describe } = require('./lib/options')
+const { Deadlines, performance } = require('./lib/deadlines')
+const { Call, WAITING, RUNNING, DONE } = require('./lib/call')
+const { Permit } = require('./lib/permit')
+const { Emitter } = require('./lib/events')
+
+const engines = new FinalizationRegistry((id) => native.destroyEngine(id))
+
+/** Per-key state on the JS side: the native handle and the FIFO of waiting calls. */
+class KeyState {
+  constructor(name, handle) {
+    this.name = name
+    this.handle = handle
+    this.head = null
+    this.tail = null
+    this.waiting = 0
+    this.waking = false
+    this.observed = -1
+  }
+}
+
+class Resilix {
+  /** @param {import('./index').ResilixOptions} [options] */
+  constructor(options) {
+    const o = normalize(options)
+    try {
+      this._id = native.createEngine(o.native, o.seed)
+    } catch (err) {
+      throw mapNativeError(err)
+    }
+    engines.register(this, this._id)
+    this._timeoutMs = o.timeoutMs
+    this._classify = o.classify
+    /** @type {Map<string, KeyState>} */
+    this._keys = new Map()
+    this._slotNames = []
+    this._deadlines = null
+    this._events = new Emitter()
+    this._native = native
+  }
+
+  /**
+   * Runs `fn` under the key's policies: breaker → limiter (+ queue) → bulkhead → timeout.
+   * Resolves or rejects with exactly what fn did, or rejects with RejectedError / TimeoutError
+   * / the caller signal's reason.
+   */
+  execute(fn, opts) {
+    let key = 'default'
+    let timeoutMs = this._timeoutMs
+    let signal
+    if (opts !== undefined) {
+      if (opts === null || typeof opts !== 'object') {
+        return Promise.reject(new TypeError(`resilix: execute options must be an object, got ${describe(opts)}`))
+      }
+      if (opts.key !== undefined) key = opts.key
+      if (opts.timeoutMs !== undefined) {
+        try {
+          timeoutMs = timeoutOption('timeoutMs', opts.timeoutMs)
+        } catch (err) {
+          return Promise.reject(err)
+        }
+      }
+      signal = opts.signal
+      if (signal !== undefined && !isSignal(signal)) {
+        return Promise.reject(new TypeError(`resilix: execute option signal must be an AbortSignal, got ${describe(signal)}`))
+      }
+    }
+    if (typeof fn !== 'function') {
+      return Promise.reject(new TypeError(`resilix: execute expects a function, got ${describe(fn)}`))
+    }
+    if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason)
+    let ks
+    try {
+      ks = this._keyState(key)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    if (ks === null) return Promise.reject(this._rejected('registry', key))
+    const p = this._acquire(ks)
+    if (p >= 0) {
+      const call = new Call(this, ks, fn, timeoutMs, signal)
+      call._permit = p
+      call._state = RUNNING
+      if (timeoutMs === undefined && signal === undefined) return this._runPlain(call)
+      return this._guarded(call, true)
+    }
+    if (p === QUEUED) return this._guarded(new Call(this, ks, fn, timeoutMs, signal), false)
+    return Promise.reject(this._rejected(REASONS[-10 - p], key))
+  }
+
+  /**
+   * Low level: waits for a permit (queueing like execute) for callers that cannot wrap a
+   * function. Settle it with `permit.release(verdict)` exactly once.
+   */
+  acquire(key = 'default', opts) {
+    let timeoutMs
+    let signal
+    if (opts !== undefined) {
+      if (opts === null || typeof opts !== 'object') {
+        return Promise.reject(new TypeError(`resilix: acquire options must be an object, got ${describe(opts)}`))
+      }
+      try {
+        timeoutMs = timeoutOption('timeoutMs', opts.timeoutMs)
+      } catch (err) {
+        return Promise.reject(err)
+      }
+      signal = opts.signal
+      if (signal !== undefined && !isSignal(signal)) {
+        return Promise.reject(new TypeError(`resilix: acquire option signal must be an AbortSignal, got ${describe(signal)}`))
+      }
+    }
+    if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason)
+    let ks
+    try {
+      ks = this._keyState(key)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    if (ks === null) return Promise.reject(this._rejected('registry', key))
+    const p = this._acquire(ks)
+    if (p >= 0) return Promise.resolve(new Permit(this, ks, p))
+    if (p === QUEUED) return this._guarded(new Call(this, ks, null, timeoutMs, signal), false)
+    return Promise.reject(this._rejected(REASONS[-10 - p], key))
+  }
+
+  /**
+   * The state of one key ({ limit, inflight, queued, breaker, algorithm, baselineMs, ... }),
+   * undefined for a key not in the registry; without a key, an object of every live key's stats.
+   */
+  stats(key) {
+    if (key === undefined) {
+      const all = {}
+      for (const k of this.keys()) all[k] = this.stats(k)
+      return all
+    }
+    if (typeof key !== 'string') throw new TypeError(`resilix: stats expects a key string, got ${describe(key)}`)
+    let s
+    try {
+      s = native.stats(this._id, key)
+    } catch (err) {
+      throw mapNativeError(err)
+    }
+    if (s === null || s === undefined) return undefined
+    return {
+      key,
+      limit: s.limit ?? null,
+      inflight: s.inflight,
+      queued: s.queued,
+      breaker: s.breaker ?? null,
+      algorithm: s.algorithm ?? null,
+      baselineMs: s.baselineMs,
+      smoothedMs: s.smoothedMs,
+      windowSamples: s.windowSamples,
+      bulkheadActive: s.bulkheadActive,
+      lastLatencyMs: s.lastLatencyMs,
+      verdicts: s.verdicts,
+      rejections: s.rejections,
+    }
+  }
+
+  /** Keys alive in the registry now, most recently used first. */
+  keys() {
+    return native.keys(this._id)
+  }
+
+  /** Subscribes to limit changes `{ key, limit, previous }`; returns `{ dispose() }`. */
+  onLimitChange(listener) {
+    return this._events.on('limit', listener)
+  }
+
+  /** Subscribes to breaker state changes `{ key, state, previous }`; returns `{ dispose() }`. */
+  onBreakerStateChange(listener) {
+    return this._events.on('breaker', listener)
+  }
+
+  /** Subscribes to rejections `{ key, reason }` (our own policies refusing a call). */
+  onReject(listener) {
+    return this._events.on('reject', listener)
+  }
+
+  // ---- internals ---------------------------------------------------------------------------
+
+  _keyState(key) {
+    let ks = this._keys.get(key)
+    if (ks !== undefined) return ks
+    if (typeof key !== 'string') throw new TypeError(`resilix: key must be a string, got ${describe(key)}`)
+    let h
+    try {
+      h = native.resolveKey(this._id, key)
+    } catch (err) {
+      throw mapNativeError(err)
+    }
+    if (h === REGISTRY_FULL) return null
+    // The engine reuses an evicted key's slot: forget that key here too, so this map stays
+    // bounded by maxKeys whatever keys callers invent.
+    const slot = h % SLOT_SPAN
+    const old = this._slotNames[slot]
+    if (old !== undefined && old !== key) this._keys.delete(old)
+    this._slotNames[slot] = key
+    ks = new KeyState(key, h)
+    this._keys.set(key, ks)
+    return ks
+  }
+
+  _acquire(ks) {
+    let p = native.acquire(ks.handle)
+    if (p === STALE_HANDLE) {
+      // Evicted behind our back (cannot happen while calls are in flight); resolve again, but
+      // keep this one KeyState for the key: the caller holds `ks` and may queue on it, and
+      // settles wake only the FIFO of the KeyState they hold (a second one stranded waiters).
+      this._keys.delete(ks.name)
+      const fresh = this._keyState(ks.name)
+      if (fresh === null) return -10 - 5
+      ks.handle = fresh.handle
+      ks.observed = -1
+      this._keys.set(ks.name, ks)
+      p = native.acquire(ks.handle)
+    }
+    if (this._events.watching) this._observe(ks)
+    return p
+  }
+
+  async _runPlain(call) {
+    let v
+    try {
+      v = await call._fn(call)
+    } catch (err) {
+      this._settle(call, this._verdictOfError(call, err))
+      // As on the guarded path (_fnDone): a classify that throws rejects with its own error.
+      if (call._classifyError !== undefined) throw call._classifyError
+      throw err
+    }
+    this._settle(call, this._verdictOfValue(call, v))
+    if (call._classifyError !== undefined) throw call._classifyError
+    return v
+  }
+
+  /** A call with a deadline, a caller signal, or a wait in the queue: our own promise. */
+  _guarded(call, running) {
+    const promise = new Promise((resolve, reject) => {
+      call._resolve = resolve
+      call._reject = reject
+    })
+    if (call._timeoutMs !== undefined) {
+      if (this._deadlines === null) this._deadlines = new Deadlines((c) => this._expire(c))
+      this._deadlines.add(call, call._timeoutMs, performance.now())
+    }
+    const signal = call._callerSignal
+    if (signal !== undefined) {
+      call._onAbort = () => this._callerAborted(call)
+      signal.addEventListener('abort', call._onAbort, { once: true })
+    }
+    if (running) this._start(call)
+    else {
+      // Keep the caller's async context for when fn runs later (p-limit #71).
+      call._asyncResource = new AsyncResource('resilix.queued')
+      this._enqueue(call)
+    }
+    return promise
+  }
+
+  _start(call) {
+    if (call._fn === null) {
+      // acquire(): hand over a permit; its holder settles it.
+      this._detach(call)
+      call._state = DONE
+      call._answered = true
+      call._resolve(new Permit(this, call._ks, call._permit))
+      return
+    }
+    let r
+    try {
+      r = call._fn(call)
+    } catch (err) {
+      this._fnDone(call, false, err)
+      return
+    }
+    if (r !== null && (typeof r === 'object' || typeof r === 'function')) {
+      // A thenable is untrusted code: reading `then` or calling it may throw, and it may call
+      // back twice. Promise semantics: a throw rejects, the first callback wins (_fnDone ignores
+      // the rest), so the permit is settled exactly once whatever the thenable does.
+      try {
+        const then = r.then
+        if (typeof then === 'function') {
+          then.call(
+            r,
+            (v) => this._fnDone(call, true, v),
+            (e) => this._fnDone(call, false, e),
+          )
+          return
+        }
+      } catch (err) {
+        this._fnDone(call, false, err)
+        return
+      }
+    }
+    this._fnDone(call, true, r)
+  }
+
+  _fnDone(call, ok, x) {
+    if (call._state !== RUNNING) return // a thenable calling back twice, or throwing after
+    let verdict
+    if (call._cancelled) verdict = V.CANCELLED
+    else if (call._timedOut) verdict = V.TIMEOUT
+    else verdict = ok ? this._verdictOfValue(call, x) : this._verdictOfError(call, x)
+    this._detach(call)
+    this._settle(call, verdict)
+    if (!call._answered) {
+      call._answered = true
+      if (call._classifyError !== undefined) call._reject(call._classifyError)
+      else if (ok) call._resolve(x)
+      else call._reject(x)
+    }
+  }
+
+  /** Stops the deadline and unlinks the caller's signal: no listener outlives the call. */
+  _detach(call) {
+    if (call._dlist !== null) this._deadlines.remove(call)
+    if (call._onAbort !== null) {
+      call._callerSignal.removeEventListener('abort', call._onAbort)
+      call._onAbort = null
+    }
+  }
+
+  _settle(call, verdict) {
+    call._state = DONE
+    this._settleRaw(call._ks, call._permit, verdict)
+  }
+
+  _settleRaw(ks, permit, verdict) {
+    const n = native.settle(ks.handle, permit, verdict)
+    if (this._events.watching) this._observe(ks)
+    if (n > 0 && ks.head !== null) this._wake(ks)
+  }
+
+  _mark(call) {
+    native.mark(call._ks.handle, call._permit)
+  }
+
+  _verdictOfValue(call, v) {
+    if (this._classify === undefined) return V.classifyValue(v)
+    return this._custom(call, { ok: true, value: v }, V.classifyValue(v))
+  }
+
+  _verdictOfError(call, e) {
+    if (isTimeoutError(e) && call._timedOut) return V.TIMEOUT
+    if (this._classify === undefined) return V.classifyError(e)
+    return this._custom(call, { ok: false, error: e }, V.classifyError(e))
+  }
+
+  _custom(call, outcome, fallback) {
+    let name
+    try {
+      name = this._classify(outcome)
+    } catch (err) {
+      call._classifyError = err
+      return fallback
+    }
+    if (name === undefined) return fallback
+    const code = V.codeOf(name)
+    if (code === undefined) {
+      call._classifyError = new TypeError(
+        `resilix: classify returned ${describe(name)}; expected one of 'success', 'failure', 'overload', 'answered', 'timeout', 'rejected' or undefined`,
+      )
+      return fallback
+    }
+    return code
+  }
+
+  // ---- the queue: an intrusive FIFO per key (O(1) enqueue, dequeue and removal) -------------
+
+  _enqueue(call) {
+    const ks = call._ks
+    call._qprev = ks.tail
+    call._qnext = null
+    if (ks.tail !== null) ks.tail._qnext = call
+    else ks.head = call
+    ks.tail = call
+    ks.waiting++
+  }
+
+  _unqueue(call) {
+    const ks = call._ks
+    const prev = call._qprev
+    const next = call._qnext
+    if (prev !== null) prev._qnext = next
+    else ks.head = next
+    if (next !== null) next._qprev = prev
+    else ks.tail = prev
+    call._qprev = null
+    call._qnext = null
+    ks.waiting--
+  }
+
+  _wake(ks) {
+    if (ks.waking) return // the loop below is already running (a woken fn settled synchronously)
+    ks.waking = true
+    try {
+      while (ks.head !== null) {
+        const p = native.admitQueued(ks.handle)
+        if (p === KEEP_WAITING || p === STALE_HANDLE) break
+        const call = ks.head
+        this._unqueue(call)
+        if (p >= 0) {
+          call._permit = p
+          call._state = RUNNING
+          const ar = call._asyncResource
+          call._asyncResource = null
+          ar.runInAsyncScope(this._start, this, call)
+          ar.emitDestroy()
+        } else {
+          this._detach(call)
+          call._state = DONE
+          this._answer(call, this._rejected(REASONS[-10 - p], ks.name))
+        }
+      }
+    } finally {
+      ks.waking = false
+    }
+  }
+
+  /** A waiting call gives up: it leaves the engine's queue count and the FIFO. */
+  _leaveQueue(call) {
+    this._unqueue(call)
+    native.leaveQueue(call._ks.handle)
+    call._state = DONE
+    if (call._asyncResource !== null) {
+      call._asyncResource.emitDestroy()
+      call._asyncResource = null
+    }
+  }
+
+  _answer(call, err) {
+    if (call._answered) return
+    call._answered = true
+    call._reject(err)
+  }
+
+  _expire(call) {
+    // Called by Deadlines after it removed the call's deadline.
+    if (call._state === WAITING) {
+      this._leaveQueue(call)
+      this._detach(call)
+      this._answer(call, new TimeoutError(call.key, call._timeoutMs, true))
+      return
+    }
+    if (call._state !== RUNNING) return
+    call._timedOut = true
+    const err = new TimeoutError(call.key, call._timeoutMs, false)
+    this._answer(call, err)
+    if (call._controller !== null) call._controller.abort(err)
+  }
+
+  _callerAborted(call) {
+    call._onAbort = null // fired once; nothing to remove
+    const reason = call._callerSignal.reason
+    if (call._state === WAITING) {
+      this._leaveQueue(call)
+      this._detach(call)
+      this._answer(call, reason)
+      return
+    }
+    if (call._state !== RUNNING) return
+    call._cancelled = true
+    if (call._dlist !== null) this._deadlines.remove(call)
+    this._answer(call, reason)
+    if (call._controller !== null) call._controller.abort(reason)
+  }
+
+  _rejected(reason, key) {
+    const err = new RejectedError(reason, key)
+    if (this._events.has('reject')) this._events.emit('reject', { key, reason })
+    return err
+  }
+
+  _observe(ks) {
+    const o = native.observe(ks.handle)
+    if (o < 0 || o === ks.observed) return
+    const prev = ks.observed
+    ks.observed = o
+    if (prev < 0) return
+    const limit = Math.floor(o / 4)
+    const prevLimit = Math.floor(prev / 4)
+    if (limit !== prevLimit && this._events.has('limit')) {
+      this._events.emit('limit', { key: ks.name, limit, previous: prevLimit })
+    }
+    const state = o % 4
+    const prevState = prev % 4
+    if (state !== prevState && this._events.has('breaker')) {
+      this._events.emit('breaker', { key: ks.name, state: BREAKER_STATES[state], previous: BREAKER_STATES[prevState] })
+    }
+  }
+}
+
+function isSignal(s) {
+  return s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function'
+}
+
+module.exports = { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError }

@@ -1,0 +1,50 @@
+'use strict'
+// Branded error classes with type guards (cockatiel's habit): `instanceof` fails across two
+// copies of the package in one process, a brand does not.
+
+const REJECTED = Symbol.for('resilix.RejectedError')
+const TIMEOUT = Symbol.for('resilix.TimeoutError')
+
+const REASON_TEXT = {
+  limit: 'the concurrency limit is reached and queueing is off',
+  queue: 'the queue is full (outstanding calls beyond the queue factors of the limit)',
+  bulkhead: 'the bulkhead is full',
+  breaker: 'the circuit breaker is open',
+  registry: 'the key registry is full of busy keys (maxKeys)',
+}
+
+/** Refused by one of resilix's own policies; the upstream was never called. */
+class RejectedError extends Error {
+  constructor(reason, key) {
+    super(`resilix: call to "${key}" rejected: ${REASON_TEXT[reason] || reason}`)
+    this.name = 'RejectedError'
+    /** 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' */
+    this.reason = reason
+    this.key = key
+  }
+  get [REJECTED]() {
+    return true
+  }
+}
+
+/** The call's deadline (timeoutMs, counted from execute(), queue wait included) passed. */
+class TimeoutError extends Error {
+  constructor(key, timeoutMs, queued) {
+    super(
+      `resilix: call to "${key}" timed out after ${timeoutMs} ms` + (queued ? ' while waiting in the queue' : ''),
+    )
+    this.name = 'TimeoutError'
+    this.key = key
+    this.timeoutMs = timeoutMs
+    /** True when the deadline passed before fn ever ran. */
+    this.queued = queued
+  }
+  get [TIMEOUT]() {
+    return true
+  }
+}
+
+const isRejectedError = (e) => e !== null && typeof e === 'object' && e[REJECTED] === true
+const isTimeoutError = (e) => e !== null && typeof e === 'object' && e[TIMEOUT] === true
+
+module.exports = { RejectedError, TimeoutError, isRejectedError, isTimeoutError }

@@ -1,0 +1,133 @@
+'use strict'
+// Public options → the binding's flat options. Types are checked here (TypeError naming the
+// option); ranges are checked once, in the engine (src/engine/options.rs), and come back as
+// RangeError naming the option. Unknown options are refused: a typo must not pass silently.
+
+const LIMITER_NUMBERS = [
+  'initialLimit', 'minLimit', 'maxLimit', 'quantile', 'smoothing', 'rttTolerance', 'windowMinMs', 'windowMaxMs',
+  'minSamples', 'correlationWindow', 'updateIntervalMs', 'backoffRatio',
+]
+const BREAKER_NUMBERS = [
+  'failureRate', 'slowCallRate', 'slowCallMs', 'minimumCalls', 'windowMs', 'consecutiveFailures', 'openMs',
+  'halfOpenProbes',
+]
+const TOP_LEVEL = new Set([
+  'limiter', 'algorithm', 'queue', 'breaker', 'bulkhead', 'timeoutMs', 'classify', 'maxKeys', 'maxKeyLength', 'seed',
+  ...LIMITER_NUMBERS,
+])
+const ALGORITHMS = ['vegas', 'gradient2', 'aimd', 'fixed']
+const MAX_TIMEOUT_MS = 2147483647
+
+function typeError(msg) {
+  return new TypeError(`resilix: ${msg}`)
+}
+
+function isPlainObject(v) {
+  return v !== null && typeof v === 'object' && !Array.isArray(v)
+}
+
+function checkNumber(name, v) {
+  if (typeof v !== 'number') throw typeError(`option ${name} must be a number, got ${describe(v)}`)
+  return v
+}
+
+function describe(v) {
+  if (v === null) return 'null'
+  if (typeof v === 'string') return `the string "${v.length > 40 ? v.slice(0, 40) + '…' : v}"`
+  return typeof v
+}
+
+function checkKnown(obj, known, prefix) {
+  for (const k of Object.keys(obj)) {
+    if (!known.has(k)) throw typeError(`unknown option ${prefix}${k}`)
+  }
+}
+
+/** A deadline option: a number of ms in (0, 2^31 - 1], or false/undefined for none. */
+function timeoutOption(name, v) {
+  if (v === undefined || v === false) return undefined
+  if (typeof v !== 'number') throw typeError(`option ${name} must be a number of milliseconds or false, got ${describe(v)}`)
+  if (!(v > 0 && v <= MAX_TIMEOUT_MS)) {
+    throw new RangeError(`resilix: ${name} must be a number of milliseconds above 0 and at most ${MAX_TIMEOUT_MS}, got ${v}`)
+  }
+  return v
+}
+
+/**
+ * Validates `options` and returns `{ native, timeoutMs, classify, seed }`.
+ * @param {import('../index').ResilixOptions | undefined} options
+ */
+function normalize(options) {
+  if (options === undefined) options = {}
+  if (!isPlainObject(options)) throw typeError(`options must be an object, got ${describe(options)}`)
+  checkKnown(options, TOP_LEVEL, '')
+  const native = {}
+
+  const limiter = options.limiter
+  if (limiter === false) {
+    native.limiter = false
+    for (const k of ['algorithm', 'queue', ...LIMITER_NUMBERS]) {
+      if (options[k] !== undefined) throw typeError(`option ${k} has no effect with limiter: false`)
+    }
+  } else if (limiter !== undefined && limiter !== true) {
+    throw typeError(`option limiter must be false or omitted (limiter settings are top-level options), got ${describe(limiter)}`)
+  }
+  if (options.algorithm !== undefined) {
+    if (!ALGORITHMS.includes(options.algorithm)) {
+      throw typeError(`option algorithm must be one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}, got ${describe(options.algorithm)}`)
+    }
+    native.algorithm = options.algorithm
+  }
+  for (const k of LIMITER_NUMBERS) {
+    if (options[k] !== undefined) native[k] = checkNumber(k, options[k])
+  }
+
+  const queue = options.queue
+  if (queue === false) native.queue = false
+  else if (queue !== undefined && queue !== true) {
+    if (!isPlainObject(queue)) throw typeError(`option queue must be an object or false, got ${describe(queue)}`)
+    checkKnown(queue, new Set(['initialFactor', 'maxFactor']), 'queue.')
+    if (queue.initialFactor !== undefined) native.queueInitialFactor = checkNumber('queue.initialFactor', queue.initialFactor)
+    if (queue.maxFactor !== undefined) native.queueMaxFactor = checkNumber('queue.maxFactor', queue.maxFactor)
+  }
+
+  const breaker = options.breaker
+  if (breaker === false) native.breaker = false
+  else if (breaker !== undefined && breaker !== true) {
+    if (!isPlainObject(breaker)) throw typeError(`option breaker must be an object or false, got ${describe(breaker)}`)
+    checkKnown(breaker, new Set(BREAKER_NUMBERS), 'breaker.')
+    for (const k of BREAKER_NUMBERS) {
+      if (breaker[k] !== undefined) {
+        native['breaker' + k[0].toUpperCase() + k.slice(1)] = checkNumber('breaker.' + k, breaker[k])
+      }
+    }
+  }
+
+  const bulkhead = options.bulkhead
+  if (bulkhead !== undefined && bulkhead !== false) {
+    if (!isPlainObject(bulkhead)) throw typeError(`option bulkhead must be an object { maxConcurrent } or false, got ${describe(bulkhead)}`)
+    checkKnown(bulkhead, new Set(['maxConcurrent']), 'bulkhead.')
+    if (bulkhead.maxConcurrent === undefined) throw typeError('option bulkhead.maxConcurrent is required when bulkhead is set')
+    native.bulkheadMaxConcurrent = checkNumber('bulkhead.maxConcurrent', bulkhead.maxConcurrent)
+  }
+
+  if (options.maxKeys !== undefined) native.maxKeys = checkNumber('maxKeys', options.maxKeys)
+  if (options.maxKeyLength !== undefined) native.maxKeyLength = checkNumber('maxKeyLength', options.maxKeyLength)
+
+  const classify = options.classify
+  if (classify !== undefined && typeof classify !== 'function') {
+    throw typeError(`option classify must be a function, got ${describe(classify)}`)
+  }
+  let seed
+  if (options.seed !== undefined) {
+    seed = checkNumber('seed', options.seed)
+    // The binding would quietly replace NaN by a random seed and saturate the rest: a seed that
+    // is meant to make a run reproducible must be exactly what the caller wrote.
+    if (!Number.isSafeInteger(seed) || seed < 0) {
+      throw new RangeError(`resilix: seed must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER}, got ${seed}`)
+    }
+  }
+  return { native, timeoutMs: timeoutOption('timeoutMs', options.timeoutMs), classify, seed }
+}
+
+module.exports = { normalize, timeoutOption, describe, ALGORITHMS }

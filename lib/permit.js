@@ -1,0 +1,56 @@
+'use strict'
+// A permit from the low-level `acquire()`: for callers that cannot wrap a function.
+
+const V = require('./verdicts')
+const { describe } = require('./options')
+
+class Permit {
+  constructor(rx, ks, permit) {
+    /** The upstream key this permit belongs to. */
+    this.key = ks.name
+    this._rx = rx
+    this._ks = ks
+    this._permit = permit
+    this._marked = false
+    this._markFn = null
+    this._released = false
+  }
+
+  /**
+   * First byte arrived: the limiter's latency sample ends here. Later marks are ignored.
+   * Bound on first read, so that it can be passed as a callback (see Call#mark).
+   */
+  get mark() {
+    if (this._markFn === null) this._markFn = () => this._doMark()
+    return this._markFn
+  }
+
+  _doMark() {
+    if (this._marked || this._released) return
+    this._marked = true
+    this._rx._native.mark(this._ks.handle, this._permit)
+  }
+
+  /**
+   * Settles the permit with a verdict ('success' by default). Exactly once: a second release
+   * throws and changes nothing.
+   */
+  release(verdict = 'success') {
+    const code = V.codeOf(verdict)
+    if (code === undefined) {
+      throw new TypeError(
+        `resilix: release(verdict) expects one of 'success', 'failure', 'overload', 'answered', 'timeout', 'rejected', got ${describe(verdict)}`,
+      )
+    }
+    if (this._released) throw new Error(`resilix: the permit for "${this.key}" was already released`)
+    this._released = true
+    this._rx._settleRaw(this._ks, this._permit, code)
+  }
+
+  /** True once released. */
+  get released() {
+    return this._released
+  }
+}
+
+module.exports = { Permit }

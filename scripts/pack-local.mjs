@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+// `npm run pack:local`: writes to dist-pack/ the two tarballs a user on this machine would install from the
+// registry: resilix-<version>.tgz (JS, typings, loader) and resilix-<abi>-<version>.tgz (this platform's
+// binary, from npm/<abi>/ + the built .node file).
+//
+// Wired the napi-rs way: the main package lists every platform package in optionalDependencies at its own
+// version, the way `napi pre-publish` writes them at publish time (release.yml). They are added to a staged
+// copy, not to the committed package.json: before the platform packages exist on the registry, committed
+// entries would break `npm ci` (the lockfile cannot resolve them; see docs/adr/0400-*.md).
+import { spawnSync } from 'node:child_process'
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const require = createRequire(import.meta.url)
+const { detectHost, targetFor, formatHost, SUPPORTED_TARGETS } = require('../lib/load-native.js')
+
+const outDir = join(root, 'dist-pack')
+const stage = join(root, '.tmp', 'pack-local')
+
+function fail(message) {
+  console.error(`pack:local: ${message}`)
+  process.exit(1)
+}
+
+function npm(args, cwd) {
+  // npm_execpath is npm's own CLI when run via `npm run`; fall back to npm on PATH.
+  const viaNode = process.env.npm_execpath && process.env.npm_execpath.endsWith('.js')
+  const cmd = viaNode ? process.execPath : 'npm'
+  const argv = viaNode ? [process.env.npm_execpath, ...args] : args
+  const r = spawnSync(cmd, argv, { cwd, encoding: 'utf8', shell: !viaNode && process.platform === 'win32' })
+  if (r.status !== 0) fail(`npm ${args.join(' ')} failed in ${cwd}:\n${r.stderr || r.stdout}`)
+  return r.stdout
+}
+
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+const host = detectHost()
+const target = targetFor(host)
+if (!target) fail(`no napi target for this host (${formatHost(host)}); nothing to pack a binary for`)
+const binaryFile = `${pkg.napi.binaryName}.${target.abi}.node`
+if (!existsSync(join(root, binaryFile))) fail(`${binaryFile} is not built: run \`npm run build\` first`)
+
+rmSync(stage, { recursive: true, force: true })
+rmSync(outDir, { recursive: true, force: true })
+mkdirSync(outDir, { recursive: true })
+
+// 1. This platform's binary package: the committed stub (napi create-npm-dirs) plus the binary.
+const platformStage = join(stage, target.abi)
+cpSync(join(root, 'npm', target.abi), platformStage, { recursive: true })
+cpSync(join(root, binaryFile), join(platformStage, binaryFile))
+
+// 2. The main package: exactly the files npm would publish ("files" in package.json), plus the
+//    optionalDependencies `napi pre-publish` adds.
+const mainStage = join(stage, 'main')
+const [listing] = JSON.parse(npm(['pack', '--dry-run', '--json', '--ignore-scripts'], root))
+for (const { path } of listing.files) {
+  if (path.endsWith('.node')) fail(`the main package must not ship ${path}: binaries go in npm/<abi> packages`)
+  mkdirSync(dirname(join(mainStage, path)), { recursive: true })
+  cpSync(join(root, path), join(mainStage, path))
+}
+const optionalDependencies = Object.fromEntries(SUPPORTED_TARGETS.map((t) => [t.packageName, pkg.version]))
+writeFileSync(join(mainStage, 'package.json'), JSON.stringify({ ...pkg, optionalDependencies }, null, 2) + '\n')
+
+const tarballs = [mainStage, platformStage].map((dir) => {
+  const [{ filename }] = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-destination', outDir], dir))
+  return join(outDir, filename)
+})
+for (const t of tarballs) console.log(t)

@@ -73,6 +73,7 @@ struct Sim {
     /// (time, limit) after every settle.
     trace: Vec<(u64, u32)>,
     shed: u64,
+    first_shed: Option<u64>,
     /// First decrease time after `watch_from`.
     watch_from: u64,
     first_drop: Option<u64>,
@@ -95,6 +96,7 @@ impl Sim {
             seq: 0,
             trace: Vec::new(),
             shed: 0,
+            first_shed: None,
             watch_from: u64::MAX,
             first_drop: None,
             level: 0,
@@ -146,6 +148,9 @@ impl Sim {
                 Ev::Arrive => {
                     if !self.try_start(usize::MAX, &up) {
                         self.shed += 1;
+                        if self.first_shed.is_none() && t >= self.watch_from {
+                            self.first_shed = Some(t);
+                        }
                     }
                     let gap = self.exp_gap(rate_per_s);
                     self.push(t + gap, Ev::Arrive);
@@ -944,4 +949,85 @@ fn baseline_recovers_from_a_permanent_shift() {
         mean >= 40.0,
         "limit stayed clamped after the shift: {mean} vs C = 50"
     );
+}
+
+/// SCENARIOS.md `idle` (σ = 0.3): converge 200 s; 200–300 s every call times out; 300–900 s no
+/// calls; 900–1100 s N = 200 again. The limit at resumption reflects the idle time and is back
+/// within ±20 % of the pre-fault mean by 1 100 s.
+#[test]
+fn scenario_idle() {
+    for alg in [Algorithm::Vegas, Algorithm::Gradient2] {
+        let mut sim = Sim::new(opts(alg));
+        let healthy_up = Upstream {
+            sigma: 0.3,
+            ..Upstream::new(50.0, 50)
+        };
+        let broken = Upstream {
+            service: 10 * S,
+            ..healthy_up
+        };
+        sim.start_closed(200);
+        sim.run(200 * S, healthy_up, 0.0, false);
+        let (pre, _, _) = sim.limits(100 * S, 200 * S);
+        sim.run(300 * S, broken, 0.0, true);
+        sim.run(301 * S, broken, 0.0, true);
+        let fallen = sim.limit.current();
+        sim.limit.on_acquire(900 * S, 0);
+        let resumed = sim.limit.current();
+        sim.now = 900 * S;
+        sim.start_closed(200);
+        sim.run(1_100 * S, healthy_up, 0.0, false);
+        let (post, lo, hi) = sim.limits(1_000 * S, 1_100 * S);
+        eprintln!(
+            "idle {alg:?}: pre-fault mean {pre:.1}, fallen {fallen}, at resumption {resumed} ({:.2} C), 1000–1100 s mean {post:.1} ({lo}..{hi})",
+            resumed as f64 / 50.0
+        );
+        assert!(
+            fallen <= 10,
+            "{alg:?}: the fault did not lower the limit: {fallen}"
+        );
+        assert!(
+            resumed as f64 >= 0.8 * pre,
+            "{alg:?}: resumed at {resumed} vs {pre}"
+        );
+        assert!(
+            (post - pre).abs() <= 0.2 * pre,
+            "{alg:?}: not recovered: {post} vs {pre}"
+        );
+    }
+}
+
+/// SCENARIOS.md `production`: C = 50, S = 350 ms, open loop 60 calls/s; at 200 s S becomes
+/// 10.4 s with no errors; timeout 60 s. The limiter must shed before the breaker's slow-call
+/// condition could trip: the first slow call (≥ 5 s, `breaker.slowCallMs`) settles 10.4 s after
+/// the change, so the breaker cannot trip before ~210 s.
+#[test]
+fn scenario_production_sheds_before_the_breaker_could_trip() {
+    for alg in [Algorithm::Vegas, Algorithm::Gradient2] {
+        let mut sim = Sim::new(opts(alg));
+        let before = Upstream {
+            sigma: 0.3,
+            timeout: 60 * S,
+            ..Upstream::new(50.0, 350)
+        };
+        let after = Upstream {
+            service: 10_400 * MS,
+            ..before
+        };
+        sim.run(200 * S, before, 60.0, false);
+        let shed_before = sim.shed;
+        let limit_before = sim.limit.current();
+        sim.watch_from = 200 * S;
+        sim.run(600 * S, after, 60.0, false);
+        let first = sim.first_shed.map(|t| (t - 200 * S) as f64 / S as f64);
+        let (mean, lo, hi) = sim.limits(400 * S, 600 * S);
+        eprintln!(
+            "production {alg:?}: shed before change {shed_before}, limit {limit_before}; first refusal {first:?} s after; 400–600 s limit mean {mean:.1} ({lo}..{hi}) {:?}",
+            sim.stats()
+        );
+        assert!(
+            first.is_some_and(|f| f < 10.4),
+            "{alg:?}: no refusal before the first slow call settled"
+        );
+    }
 }

@@ -1,10 +1,7 @@
-// Issue 8, a binding bug found by these tests (src/binding/engines.rs, to be fixed there): the
-// engine-id arguments are `u32`, and napi coerces any number to u32 without complaint — NaN,
-// ±Infinity and 1e300 become 0, 1.5 becomes 1, -1 becomes 4294967295. So `destroyEngine(NaN)`
-// frees engine 0, `stats(NaN, key)` reads engine 0, and a NaN verdict settles as 'success'.
-// The public API never passes such values (ids come from createEngine, verdicts from a table),
-// so users are not exposed; the binding's own contract ("never corrupted state") is broken.
-// FAILS until the binding takes f64 ids/verdicts and refuses non-integers (InvalidArg).
+// Issue 8: engine ids and verdict codes cross as numbers. The binding takes them as f64 and
+// refuses non-integers, so NaN, ±Infinity, 1e300 or 1.5 never coerce to engine 0 or to a real
+// verdict (napi's u32 conversion would). The public API never passes such values; the
+// binding's own contract ("never corrupted state") is what is tested here.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'

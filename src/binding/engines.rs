@@ -49,10 +49,22 @@ fn with_engine<R>(handle: f64, f: impl FnOnce(&mut Engine, u64) -> R) -> Option<
     })
 }
 
-pub(crate) fn with_engine_id<R>(id: u32, f: impl FnOnce(&mut Engine) -> R) -> Result<R> {
+/// An engine id as JS passes it: a whole number, else `None` (never coerced to another engine).
+#[inline]
+pub(crate) fn engine_id(id: f64) -> Option<usize> {
+    ((0.0..=u32::MAX as f64).contains(&id) && id.fract() == 0.0).then_some(id as usize)
+}
+
+pub(crate) fn with_engine_id<R>(id: f64, f: impl FnOnce(&mut Engine) -> R) -> Result<R> {
+    let Some(index) = engine_id(id) else {
+        return Err(Error::new(
+            Status::InvalidArg,
+            format!("engine id must be a whole number, got {id}"),
+        ));
+    };
     ENGINES.with(|cell| {
         let mut engines = cell.borrow_mut();
-        match engines.get_mut(id as usize).and_then(Option::as_mut) {
+        match engines.get_mut(index).and_then(Option::as_mut) {
             Some(engine) => Ok(f(engine)),
             None => Err(Error::new(
                 Status::InvalidArg,
@@ -108,9 +120,10 @@ pub fn create_engine(options: NativeOptions, seed: Option<f64>) -> Result<u32> {
 
 /// Frees an engine (called by a FinalizationRegistry when its Resilix is collected).
 #[napi(catch_unwind)]
-pub fn destroy_engine(id: u32) {
+pub fn destroy_engine(id: f64) {
+    let Some(index) = engine_id(id) else { return };
     ENGINES.with(|cell| {
-        if let Some(slot) = cell.borrow_mut().get_mut(id as usize) {
+        if let Some(slot) = cell.borrow_mut().get_mut(index) {
             *slot = None;
         }
     });
@@ -118,10 +131,10 @@ pub fn destroy_engine(id: u32) {
 
 /// Resolves a key to its handle. Returns `REGISTRY_FULL` when every key is busy.
 #[napi(catch_unwind)]
-pub fn resolve_key(id: u32, key: String) -> Result<f64> {
+pub fn resolve_key(id: f64, key: String) -> Result<f64> {
     let t = now();
     with_engine_id(id, |engine| match engine.resolve(&key, t) {
-        Ok(r) => Ok(id as f64 * KEY_SPAN + r.handle as f64),
+        Ok(r) => Ok(id * KEY_SPAN + r.handle as f64),
         Err(RegistryError::Full { .. }) => Ok(REGISTRY_FULL),
         Err(e @ RegistryError::KeyTooLong { .. }) => {
             Err(Error::new(Status::InvalidArg, e.to_string()))
@@ -178,9 +191,13 @@ pub fn mark(handle: f64, permit: f64) -> f64 {
 /// Settles a permit with a verdict code: the number of waiters that may now run (≥ 0), or
 /// `STALE_PERMIT` (double or stale settle: accounting untouched), `BAD_VERDICT`, `STALE_HANDLE`.
 #[napi(catch_unwind)]
-pub fn settle(handle: f64, permit: f64, verdict: u32) -> f64 {
+pub fn settle(handle: f64, permit: f64, verdict: f64) -> f64 {
     let t = now();
-    let Some(v) = Verdict::from_code(verdict) else {
+    // A non-integer code (NaN, 1.5, ±Infinity) must not coerce to a real verdict.
+    let Some(v) = (verdict.fract() == 0.0 && (0.0..=255.0).contains(&verdict))
+        .then(|| Verdict::from_code(verdict as u32))
+        .flatten()
+    else {
         return BAD_VERDICT;
     };
     let Some(p) = permit_of(permit) else {
@@ -196,7 +213,7 @@ pub fn settle(handle: f64, permit: f64, verdict: u32) -> f64 {
 
 /// Live keys of an engine, most recently used first.
 #[napi(catch_unwind)]
-pub fn keys(id: u32) -> Result<Vec<String>> {
+pub fn keys(id: f64) -> Result<Vec<String>> {
     with_engine_id(id, |e| e.keys().map(str::to_owned).collect())
 }
 

@@ -88,7 +88,7 @@ impl From<KeyStats> for NativeStats {
 
 /// The stats of a live key, or null when the key is not in the registry.
 #[napi(catch_unwind)]
-pub fn stats(id: u32, key: String) -> Result<Option<NativeStats>> {
+pub fn stats(id: f64, key: String) -> Result<Option<NativeStats>> {
     let t = now();
     with_engine_id(id, |e| e.stats_by_name(&key, t).map(NativeStats::from))
 }

@@ -1,0 +1,154 @@
+//! The limiter under test, seen from one simulated client. `ResilixClient` drives the real
+//! engine (`resilix::engine::Engine`, one key); `netflix::NetflixVegas` is the comparison model.
+
+use resilix::engine::{
+    Acquired, Algorithm, Engine, KeyHandle, LimiterOptions, Nanos, PolicyOptions, RegistryOptions,
+    Verdict,
+};
+
+use crate::netflix::NetflixVegas;
+
+/// What a new call gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acq {
+    Run(u64),
+    Queued,
+    Refused,
+}
+
+/// What the oldest waiter gets when the client tries to admit it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    Run(u64),
+    Wait,
+    /// Refused while waiting (only a breaker inside the policy set does that).
+    Drop,
+}
+
+pub trait ClientLimiter {
+    fn acquire(&mut self, now: Nanos) -> Acq;
+    fn admit_queued(&mut self, now: Nanos) -> Wake;
+    fn leave_queue(&mut self);
+    fn mark(&mut self, permit: u64, now: Nanos);
+    fn settle(&mut self, permit: u64, verdict: Verdict, now: Nanos);
+    /// (limit, inflight, queued) now.
+    fn snapshot(&self, now: Nanos) -> (u32, u32, u32);
+}
+
+/// A comparison row: which limiter a scenario is run with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Row {
+    Resilix(Algorithm),
+    NetflixVegas,
+}
+
+impl Row {
+    /// Every row, in the table's order: resilix's default first.
+    pub const ALL: [Row; 5] = [
+        Row::Resilix(Algorithm::Vegas),
+        Row::Resilix(Algorithm::Gradient2),
+        Row::Resilix(Algorithm::Aimd),
+        Row::Resilix(Algorithm::Fixed),
+        Row::NetflixVegas,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Row::Resilix(Algorithm::Fixed) => "static",
+            Row::Resilix(a) => a.name(),
+            Row::NetflixVegas => "netflix-vegas",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Row> {
+        Row::ALL.into_iter().find(|r| r.name() == s)
+    }
+
+    /// The algorithm's window in seconds, to express times in windows; `None` when it has none.
+    pub fn window_s(self) -> Option<f64> {
+        match self {
+            // windowMinMs (spec §6): the window length whenever enough samples arrive.
+            Row::Resilix(Algorithm::Fixed) => None,
+            Row::Resilix(_) => Some(LimiterOptions::default().window_min_ms as f64 / 1000.0),
+            // Netflix WindowedLimit: min = max window time = 1 s.
+            Row::NetflixVegas => Some(1.0),
+        }
+    }
+
+    pub fn build(self, seed: u64) -> Box<dyn ClientLimiter> {
+        match self {
+            Row::Resilix(algorithm) => Box::new(ResilixClient::new(algorithm, seed)),
+            Row::NetflixVegas => Box::new(NetflixVegas::new(seed)),
+        }
+    }
+}
+
+/// The real engine with the project's defaults; only the algorithm differs between rows
+/// (`static` is `Algorithm::Fixed` at the default initial limit). The breaker is off inside
+/// the engine: the production scenario watches a breaker alongside instead (world.rs), so that
+/// its trip does not change what the limiter sees.
+pub struct ResilixClient {
+    engine: Engine,
+    key: KeyHandle,
+}
+
+impl ResilixClient {
+    pub fn new(algorithm: Algorithm, seed: u64) -> Self {
+        let limiter = LimiterOptions {
+            algorithm,
+            ..LimiterOptions::default()
+        };
+        let policies = PolicyOptions {
+            breaker: None,
+            limiter: Some(limiter),
+            bulkhead: None,
+        };
+        let mut engine = Engine::new(policies, RegistryOptions::default(), seed)
+            .expect("default options are valid");
+        let key = engine.resolve("upstream", 0).expect("one key fits").handle;
+        ResilixClient { engine, key }
+    }
+}
+
+impl ClientLimiter for ResilixClient {
+    fn acquire(&mut self, now: Nanos) -> Acq {
+        match self
+            .engine
+            .acquire(self.key, now)
+            .expect("the only key is never evicted")
+        {
+            Acquired::Permit(id) => Acq::Run(id),
+            Acquired::Queued => Acq::Queued,
+            Acquired::Rejected(_) => Acq::Refused,
+        }
+    }
+
+    fn admit_queued(&mut self, now: Nanos) -> Wake {
+        match self.engine.admit_queued(self.key, now).expect("live key") {
+            Some(Acquired::Permit(id)) => Wake::Run(id),
+            Some(Acquired::Queued) | None => Wake::Wait,
+            Some(Acquired::Rejected(_)) => Wake::Drop,
+        }
+    }
+
+    fn leave_queue(&mut self) {
+        self.engine.leave_queue(self.key).expect("live key");
+    }
+
+    fn mark(&mut self, permit: u64, now: Nanos) {
+        self.engine.mark(self.key, permit, now).expect("live key");
+    }
+
+    fn settle(&mut self, permit: u64, verdict: Verdict, now: Nanos) {
+        let r = self
+            .engine
+            .settle(self.key, permit, verdict, now)
+            .expect("live key");
+        debug_assert!(r.is_ok(), "the simulator settles each permit exactly once");
+    }
+
+    fn snapshot(&self, now: Nanos) -> (u32, u32, u32) {
+        let s = self.engine.stats(self.key, now).expect("live key");
+        (s.limit, s.inflight, s.queued)
+    }
+}

@@ -1,0 +1,385 @@
+//! Metrics per run, with the names the JSON uses (issue 6). A value is `None` when the thing
+//! measured never happened (never converged, never tripped): the JSON prints `null`.
+
+use resilix::engine::Verdict;
+
+use crate::client::Row;
+use crate::scenario::{capacity_per_s, Measure, Scenario, Service, SEC};
+use crate::trace::{Trace, TICK_NS};
+
+pub type Metric = (&'static str, Option<f64>);
+
+/// Band around a target the limit must stay in to count as converged (spec §10: ±20 %).
+pub const BAND: f64 = 0.2;
+
+fn tick(t_s: f64) -> usize {
+    (t_s * SEC as f64 / TICK_NS as f64).round() as usize
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (mut s, mut n) = (0.0, 0usize);
+    for x in xs {
+        s += x;
+        n += 1;
+    }
+    if n == 0 {
+        f64::NAN
+    } else {
+        s / n as f64
+    }
+}
+
+/// Nearest-rank percentile of an unsorted slice (sorted in place).
+pub fn percentile(xs: &mut [f64], q: f64) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let i = ((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1;
+    xs[i]
+}
+
+/// Everything a metric needs about one run.
+pub struct Run<'a> {
+    pub sc: &'a Scenario,
+    pub row: Row,
+    pub tr: &'a Trace,
+}
+
+impl Run<'_> {
+    fn ticks(&self, a: f64, b: f64) -> std::ops::Range<usize> {
+        tick(a).min(self.tr.ticks())..tick(b).min(self.tr.ticks())
+    }
+
+    /// The limit per tick: client c, or the mean over clients.
+    fn limit_at(&self, i: usize) -> f64 {
+        mean(self.tr.limit.iter().map(|l| l[i] as f64))
+    }
+
+    fn mean_limit(&self, a: f64, b: f64) -> f64 {
+        mean(self.ticks(a, b).map(|i| self.limit_at(i)))
+    }
+
+    fn mean_servers(&self, a: f64, b: f64) -> f64 {
+        mean(self.ticks(a, b).map(|i| self.tr.servers[i] as f64))
+    }
+
+    fn service_at(&self, i: usize) -> Service {
+        Service {
+            median_ns: self.tr.median_ns[i],
+            ..self.sc.service
+        }
+    }
+
+    /// Half the p5–p95 band of the limit over [a, b), as % of its mean.
+    fn oscillation_pct(&self, a: f64, b: f64) -> f64 {
+        let mut xs: Vec<f64> = self.ticks(a, b).map(|i| self.limit_at(i)).collect();
+        let m = mean(xs.iter().copied());
+        let p5 = percentile(&mut xs, 0.05);
+        let p95 = percentile(&mut xs, 0.95);
+        (p95 - p5) / 2.0 / m * 100.0
+    }
+
+    /// Successful calls ended in [a, b) as % of what the upstream could complete then.
+    fn goodput_pct(&self, a: f64, b: f64) -> f64 {
+        let ok = self.successes(a, b) as f64;
+        let possible: f64 = self
+            .ticks(a, b)
+            .map(|i| {
+                capacity_per_s(self.tr.servers[i], &self.service_at(i)) * TICK_NS as f64
+                    / SEC as f64
+            })
+            .sum();
+        ok / possible * 100.0
+    }
+
+    fn successes(&self, a: f64, b: f64) -> usize {
+        let (a, b) = ((a * SEC as f64) as u64, (b * SEC as f64) as u64);
+        self.tr
+            .calls
+            .iter()
+            .filter(|c| c.verdict == Verdict::Success && c.end >= a && c.end < b)
+            .count()
+    }
+
+    /// p90 of what the limiter saw for successful calls ended in [a, b), in ns.
+    fn p90_ns(&self, a: f64, b: f64) -> f64 {
+        let (a, b) = ((a * SEC as f64) as u64, (b * SEC as f64) as u64);
+        let mut xs: Vec<f64> = self
+            .tr
+            .calls
+            .iter()
+            .filter(|c| c.admitted && c.verdict == Verdict::Success && c.end >= a && c.end < b)
+            .map(|c| c.latency_ns as f64)
+            .collect();
+        percentile(&mut xs, 0.9)
+    }
+
+    fn p90_over_no_load(&self, a: f64, b: f64) -> f64 {
+        let i = self.ticks(a, b).end.saturating_sub(1);
+        self.p90_ns(a, b) / self.service_at(i).p90_ns()
+    }
+
+    /// Refused acquires over all acquires in [a, b), %.
+    fn shed_pct(&self, a: f64, b: f64) -> f64 {
+        let r = self.ticks(a, b);
+        let get = |v: &Vec<u32>| {
+            r.clone()
+                .map(|i| *v.get(i).unwrap_or(&0) as f64)
+                .sum::<f64>()
+        };
+        let attempts = get(&self.tr.attempts);
+        if attempts == 0.0 {
+            return 0.0;
+        }
+        get(&self.tr.refused) / attempts * 100.0
+    }
+
+    /// Seconds from `a` until the limit stays within ±20 % of `target` through `b`;
+    /// `None` when it is outside the band at the end.
+    fn settle_s(&self, a: f64, b: f64, target: f64) -> Option<f64> {
+        let r = self.ticks(a, b);
+        let inside = |i: usize| (self.limit_at(i) - target).abs() <= BAND * target;
+        let mut first_ok = None;
+        for i in r.clone().rev() {
+            if inside(i) {
+                first_ok = Some(i);
+            } else {
+                break;
+            }
+        }
+        first_ok.map(|i| (i - r.start) as f64 * TICK_NS as f64 / SEC as f64)
+    }
+
+    fn windows(&self, s: Option<f64>) -> Option<f64> {
+        let w = self.row.window_s()?;
+        s.map(|s| s / w)
+    }
+
+    fn first_after(times: &[u64], t_s: f64) -> Option<f64> {
+        let t = (t_s * SEC as f64) as u64;
+        times
+            .iter()
+            .find(|&&x| x >= t)
+            .map(|&x| (x - t) as f64 / SEC as f64)
+    }
+
+    fn end_s(&self) -> f64 {
+        self.sc.duration_ns as f64 / SEC as f64
+    }
+
+    fn recovered(&self, pre: f64) -> f64 {
+        let end = self.end_s();
+        let last = self.mean_limit(end - 10.0, end);
+        ((last - pre).abs() <= BAND * pre) as u8 as f64
+    }
+}
+
+fn some(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// The metrics of one run, in the order the table prints them.
+pub fn compute(run: &Run) -> Vec<Metric> {
+    let end = run.end_s();
+    match run.sc.measure {
+        Measure::Steady { since, from, to } => {
+            let m = run.mean_limit(from, to);
+            let conv = run.settle_s(since, to, m);
+            vec![
+                (
+                    "meanLimitOverCapacity",
+                    some(m / run.mean_servers(from, to)),
+                ),
+                ("oscillationPct", some(run.oscillation_pct(from, to))),
+                ("goodputPct", some(run.goodput_pct(from, to))),
+                ("p90OverNoLoad", some(run.p90_over_no_load(from, to))),
+                ("shedPct", some(run.shed_pct(from, to))),
+                ("convergenceS", conv),
+                ("convergenceWindows", run.windows(conv)),
+            ]
+        }
+        Measure::CapacityHalves => {
+            let m2 = run.mean_limit(300.0, 400.0);
+            let m3 = run.mean_limit(500.0, 600.0);
+            let rec = run.settle_s(200.0, 400.0, m2);
+            let res = run.settle_s(400.0, 600.0, m3);
+            vec![
+                (
+                    "meanLimitOverCapacity",
+                    some(run.mean_limit(100.0, 200.0) / run.mean_servers(100.0, 200.0)),
+                ),
+                (
+                    "halvedLimitOverCapacity",
+                    some(m2 / run.mean_servers(300.0, 400.0)),
+                ),
+                (
+                    "restoredLimitOverCapacity",
+                    some(m3 / run.mean_servers(500.0, 600.0)),
+                ),
+                ("goodputPct", some(run.goodput_pct(0.0, end))),
+                ("recoveryS", rec),
+                ("recoveryWindows", run.windows(rec)),
+                ("restoreS", res),
+                ("restoreWindows", run.windows(res)),
+            ]
+        }
+        Measure::BaselineShift => vec![
+            ("goodputPct", some(run.goodput_pct(300.0, 600.0))),
+            (
+                "meanLimitOverCapacity",
+                some(run.mean_limit(400.0, 600.0) / run.mean_servers(400.0, 600.0)),
+            ),
+            ("oscillationPct", some(run.oscillation_pct(400.0, 600.0))),
+            ("p90OverNoLoad", some(run.p90_over_no_load(400.0, 600.0))),
+            ("shedPct", some(run.shed_pct(300.0, 600.0))),
+        ],
+        Measure::Production => {
+            let shed = Run::first_after(&run.tr.refusal_times, 200.0);
+            let trips: Vec<u64> = run.tr.breaker_trips.iter().map(|t| t.0).collect();
+            let trip = Run::first_after(&trips, 200.0);
+            let rule = Run::first_after(&run.tr.rule_trips, 200.0);
+            let before = match (shed, trip) {
+                (Some(s), Some(t)) => Some(t - s),
+                _ => None,
+            };
+            vec![
+                ("firstShedS", shed),
+                ("breakerTripS", trip),
+                ("breakerRuleTripS", rule),
+                ("shedBeforeBreakerS", before),
+                ("shedBeforeChangePct", some(run.shed_pct(0.0, 200.0))),
+                ("shedPct", some(run.shed_pct(200.0, 600.0))),
+                ("goodputPct", some(run.goodput_pct(200.0, 600.0))),
+                (
+                    "meanLimitOverCapacity",
+                    some(run.mean_limit(400.0, 600.0) / run.mean_servers(400.0, 600.0)),
+                ),
+                ("p90S", some(run.p90_ns(400.0, 600.0) / SEC as f64)),
+            ]
+        }
+        Measure::Streaming => {
+            let demand = match run.sc.load {
+                crate::scenario::Load::Closed { callers } => callers as f64,
+                crate::scenario::Load::Open { .. } => f64::NAN,
+            };
+            let all = run.ticks(0.0, end);
+            let min = all
+                .clone()
+                .map(|i| run.limit_at(i))
+                .fold(f64::INFINITY, f64::min);
+            vec![
+                ("shedPct", some(run.shed_pct(0.0, end))),
+                ("minLimitOverDemand", some(min / demand)),
+                (
+                    "meanLimitOverDemand",
+                    some(run.mean_limit(0.0, end) / demand),
+                ),
+                ("p90S", some(run.p90_ns(0.0, end) / SEC as f64)),
+            ]
+        }
+        Measure::Idle => {
+            let pre = run.mean_limit(100.0, 200.0);
+            let i300 = tick(300.0).min(run.tr.ticks() - 1);
+            let i900 = tick(900.0).min(run.tr.ticks() - 1);
+            let react = run.settle_s(900.0, 1100.0, pre);
+            vec![
+                (
+                    "preFaultLimitOverCapacity",
+                    some(pre / run.tr.servers[i300] as f64),
+                ),
+                (
+                    "limitAfterFaultOverCapacity",
+                    some(run.limit_at(i300) / run.tr.servers[i300] as f64),
+                ),
+                (
+                    "limitAtResumeOverCapacity",
+                    some(run.limit_at(i900) / run.tr.servers[i900] as f64),
+                ),
+                ("reactionS", react),
+                ("reactionWindows", run.windows(react)),
+                ("recovered", some(run.recovered(pre))),
+            ]
+        }
+        Measure::LowTraffic => {
+            let i600 = tick(600.0);
+            let pre = run.limit_at(i600);
+            let first_decrease = run.ticks(600.0, end).find(|&i| run.limit_at(i) < pre);
+            let react = first_decrease.map(|i| (i - i600) as f64 * TICK_NS as f64 / SEC as f64);
+            let min = run
+                .ticks(600.0, 900.0)
+                .map(|i| run.limit_at(i))
+                .fold(f64::INFINITY, f64::min);
+            let last = run.limit_at(run.tr.ticks() - 1);
+            vec![
+                ("reactionS", react),
+                ("reactionWindows", run.windows(react)),
+                ("faultMinLimitOverPre", some(min / pre)),
+                ("endLimitOverPre", some(last / pre)),
+                ("recovered", some((last >= 0.9 * pre) as u8 as f64)),
+                ("shedPct", some(run.shed_pct(0.0, end))),
+            ]
+        }
+        Measure::Fleet => {
+            let (a, b) = (300.0, 600.0);
+            let per: Vec<f64> = run
+                .tr
+                .limit
+                .iter()
+                .map(|l| mean(run.ticks(a, b).map(|i| l[i] as f64)))
+                .collect();
+            let sum: f64 = per.iter().sum();
+            let sq: f64 = per.iter().map(|x| x * x).sum();
+            let jain = sum * sum / (per.len() as f64 * sq);
+            vec![
+                ("jain", some(jain)),
+                ("sumLimitOverCapacity", some(sum / run.mean_servers(a, b))),
+                ("goodputPct", some(run.goodput_pct(a, b))),
+                ("p90OverNoLoad", some(run.p90_over_no_load(a, b))),
+                ("shedPct", some(run.shed_pct(a, b))),
+            ]
+        }
+        Measure::FaultThenRecover {
+            pre,
+            fault_from,
+            fault_to,
+        } => {
+            let pre_mean = run.mean_limit(pre.0, pre.1);
+            let half = (fault_from + fault_to) / 2.0;
+            let after = (fault_to + end) / 2.0;
+            let react = run.settle_s(fault_to, end, pre_mean);
+            vec![
+                (
+                    "preFaultLimitOverCapacity",
+                    some(pre_mean / run.mean_servers(pre.0, pre.1)),
+                ),
+                (
+                    "limitDuringFaultOverCapacity",
+                    some(run.mean_limit(half, fault_to) / run.mean_servers(half, fault_to)),
+                ),
+                ("reactionS", react),
+                ("reactionWindows", run.windows(react)),
+                ("recovered", some(run.recovered(pre_mean))),
+                (
+                    "meanLimitOverCapacity",
+                    some(run.mean_limit(after, end) / run.mean_servers(after, end)),
+                ),
+                ("goodputPct", some(run.goodput_pct(after, end))),
+                ("p90OverNoLoad", some(run.p90_over_no_load(after, end))),
+            ]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_is_nearest_rank() {
+        let mut xs: Vec<f64> = (1..=10).map(|x| x as f64).collect();
+        assert_eq!(percentile(&mut xs, 0.9), 9.0);
+        assert_eq!(percentile(&mut xs, 0.05), 1.0);
+        assert_eq!(percentile(&mut xs, 1.0), 10.0);
+    }
+}

@@ -1,0 +1,445 @@
+//! The scenarios, exactly as ../shared/SCENARIOS.md sets them up, plus one scenario per failure
+//! mode of REFERENCE.md. A scenario is data: the world at t = 0 and a list of timed changes.
+//! Choices SCENARIOS.md leaves open are written next to the field and in docs/notes/sim.md.
+
+use crate::dist::lognormal_mean_factor;
+
+pub const MS: u64 = 1_000_000;
+pub const SEC: u64 = 1_000_000_000;
+
+/// How callers of one client generate calls.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Load {
+    /// N callers; each starts its next call when the previous ends; a refused call is retried
+    /// after 10 ms.
+    Closed { callers: u32 },
+    /// Poisson arrivals; a refused call is not retried (it counts as shed).
+    Open { per_s: f64 },
+}
+
+/// How the upstream misbehaves, on top of its service-time distribution.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fault {
+    None,
+    /// Calls are never answered (and hold no server): every caller times out.
+    BlackHole,
+    /// Every call takes exactly this long and holds a server meanwhile.
+    FixedLatency(u64),
+    /// This fraction of calls fail (5xx) after `latency_ns`.
+    FastFail {
+        fraction: f64,
+        latency_ns: u64,
+    },
+    /// This fraction of calls succeed after only `latency_ns` (a cache hit, a lucky sample).
+    LuckyFast {
+        fraction: f64,
+        latency_ns: u64,
+    },
+    /// This fraction of calls, after normal service, answer with a 5xx (`overload: false`)
+    /// or a 429 (`overload: true`).
+    Errors {
+        fraction: f64,
+        overload: bool,
+    },
+}
+
+/// Service time: log-normal(median, σ); optionally bimodal (a second mode with probability p).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Service {
+    pub median_ns: f64,
+    pub sigma: f64,
+    /// `(p, median2_ns)`: with probability p the median is median2 instead.
+    pub bimodal: Option<(f64, f64)>,
+}
+
+impl Service {
+    pub fn lognormal(median_ns: f64) -> Self {
+        Service {
+            median_ns,
+            sigma: 0.3,
+            bimodal: None,
+        }
+    }
+    /// Mean service time in ns.
+    pub fn mean_ns(&self) -> f64 {
+        let f = lognormal_mean_factor(self.sigma);
+        match self.bimodal {
+            None => self.median_ns * f,
+            Some((p, m2)) => ((1.0 - p) * self.median_ns + p * m2) * f,
+        }
+    }
+    /// The p90 of the service time alone (no-load latency, SCENARIOS.md). Unimodal only.
+    pub fn p90_ns(&self) -> f64 {
+        self.median_ns * (self.sigma * crate::dist::Z90).exp()
+    }
+}
+
+/// Streaming calls: the response starts at the first token and the call holds its slot
+/// until the stream ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Streaming {
+    pub ttft_median_ns: f64,
+    pub ttft_sigma: f64,
+    pub length_median_ns: f64,
+    pub length_sigma: f64,
+    /// Whether callers call `mark()` at the first token.
+    pub mark: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Change {
+    Servers(u32),
+    Median(f64),
+    Fault(Fault),
+    /// New load for every client.
+    Load(Load),
+    /// Another tenant's unlimited open-loop traffic straight to the upstream (`None` stops it).
+    Background(Option<f64>),
+}
+
+/// Which metrics a scenario reports (metrics.rs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Measure {
+    /// Steady state over `[from, to)` seconds: limit/C, oscillation, goodput, p90, shed,
+    /// convergence (time to stay within ±20 % of the steady mean, counted from `since`).
+    Steady {
+        since: f64,
+        from: f64,
+        to: f64,
+    },
+    CapacityHalves,
+    BaselineShift,
+    Production,
+    Streaming,
+    Idle,
+    LowTraffic,
+    Fleet,
+    /// A fault over `[fault_from, fault_to)`: the limit during its second half, then recovery
+    /// (back within ±20 % of the pre-fault mean measured over `pre`), by the end of the run.
+    FaultThenRecover {
+        pre: (f64, f64),
+        fault_from: f64,
+        fault_to: f64,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: &'static str,
+    /// One line: what it shows (the table's legend and the plot's title).
+    pub about: &'static str,
+    pub duration_ns: u64,
+    pub servers: u32,
+    pub service: Service,
+    pub fault: Fault,
+    pub clients: u32,
+    pub load: Load,
+    /// Per-call timeout from the moment the call is made (queue wait counts against it).
+    pub timeout_ns: u64,
+    pub streaming: Option<Streaming>,
+    /// Calls already waiting in the upstream's FIFO at t = 0 (someone else's backlog).
+    pub initial_backlog: u32,
+    pub changes: Vec<(u64, Change)>,
+    pub measure: Measure,
+}
+
+fn s(x: f64) -> u64 {
+    (x * SEC as f64) as u64
+}
+
+/// The common world: C = 50, S = 50 ms, N = 200 closed loop, timeout 10 × S.
+fn common(name: &'static str, about: &'static str, secs: f64, measure: Measure) -> Scenario {
+    Scenario {
+        name,
+        about,
+        duration_ns: s(secs),
+        servers: 50,
+        service: Service::lognormal(50.0 * MS as f64),
+        fault: Fault::None,
+        clients: 1,
+        load: Load::Closed { callers: 200 },
+        timeout_ns: 500 * MS,
+        streaming: None,
+        initial_backlog: 0,
+        changes: Vec::new(),
+        measure,
+    }
+}
+
+/// SCENARIOS.md's table, in order, then REFERENCE.md's failure modes.
+pub fn all() -> Vec<Scenario> {
+    let mut v = Vec::new();
+
+    v.push(common(
+        "converge",
+        "C=50, S=50ms, N=200 closed loop: the limit finds C and holds",
+        300.0,
+        Measure::Steady {
+            since: 0.0,
+            from: 150.0,
+            to: 300.0,
+        },
+    ));
+
+    let mut sc = common(
+        "capacity-halves",
+        "C=50, 25 at 200s, 50 again at 400s",
+        600.0,
+        Measure::CapacityHalves,
+    );
+    sc.changes = vec![
+        (s(200.0), Change::Servers(25)),
+        (s(400.0), Change::Servers(50)),
+    ];
+    v.push(sc);
+
+    let mut sc = common(
+        "baseline-shift",
+        "S=50ms becomes 150ms for good at 200s",
+        600.0,
+        Measure::BaselineShift,
+    );
+    sc.changes = vec![(s(200.0), Change::Median(150.0 * MS as f64))];
+    v.push(sc);
+
+    let mut sc = common(
+        "production",
+        "open loop 60/s, S 0.35s -> 10.4s at 200s, 0% errors, timeout 60s",
+        600.0,
+        Measure::Production,
+    );
+    sc.service = Service::lognormal(350.0 * MS as f64);
+    sc.load = Load::Open { per_s: 60.0 };
+    sc.timeout_ns = 60 * SEC;
+    sc.changes = vec![(s(200.0), Change::Median(10.4 * SEC as f64))];
+    v.push(sc);
+
+    for (name, mark) in [("streaming", true), ("streaming-no-mark", false)] {
+        let about = if mark {
+            "16 streams, TTFT 280ms, 45s long, mark() at first token"
+        } else {
+            "the same 16 streams without mark(): the limiter sees 45s"
+        };
+        let mut sc = common(name, about, 900.0, Measure::Streaming);
+        sc.servers = 10_000;
+        sc.load = Load::Closed { callers: 16 };
+        sc.streaming = Some(Streaming {
+            ttft_median_ns: 280.0 * MS as f64,
+            ttft_sigma: 0.3,
+            length_median_ns: 45.0 * SEC as f64,
+            length_sigma: 0.5,
+            mark,
+        });
+        sc.service = Service::lognormal(280.0 * MS as f64);
+        // Choice: 10 × the median whole call (TTFT + 45 s), not 10 × TTFT, which would cut
+        // every healthy stream at 2.8 s. No stream times out in practice.
+        sc.timeout_ns = s(10.0 * 45.28);
+        v.push(sc);
+    }
+
+    let mut sc = common(
+        "idle",
+        "fault 200-300s (all time out), no calls 300-900s, N=200 again at 900s",
+        1100.0,
+        Measure::Idle,
+    );
+    sc.changes = vec![
+        (s(200.0), Change::Fault(Fault::BlackHole)),
+        (s(300.0), Change::Load(Load::Closed { callers: 0 })),
+        (s(300.0), Change::Fault(Fault::None)),
+        (s(900.0), Change::Load(Load::Closed { callers: 200 })),
+    ];
+    v.push(sc);
+
+    let mut sc = common(
+        "low-traffic",
+        "8 calls/min; 600-900s every call takes 30s (timeout 5s)",
+        1800.0,
+        Measure::LowTraffic,
+    );
+    sc.load = Load::Open { per_s: 8.0 / 60.0 };
+    sc.timeout_ns = 5 * SEC;
+    sc.changes = vec![
+        (s(600.0), Change::Fault(Fault::FixedLatency(30 * SEC))),
+        (s(900.0), Change::Fault(Fault::None)),
+    ];
+    v.push(sc);
+
+    let mut sc = common(
+        "fleet",
+        "10 clients x 40 callers, one upstream C=100",
+        600.0,
+        Measure::Fleet,
+    );
+    sc.servers = 100;
+    sc.clients = 10;
+    sc.load = Load::Closed { callers: 40 };
+    v.push(sc);
+
+    // REFERENCE.md failure modes, each on the common world.
+    let mut sc = common(
+        "lucky-fast-sample",
+        "Netflix #37/#34: 0.5% of calls answer in 1ms (a cache hit)",
+        300.0,
+        Measure::Steady {
+            since: 0.0,
+            from: 150.0,
+            to: 300.0,
+        },
+    );
+    sc.fault = Fault::LuckyFast {
+        fraction: 0.005,
+        latency_ns: MS,
+    };
+    v.push(sc);
+
+    let mut sc = common(
+        "probe-under-load",
+        "Netflix #165: N=400 for 600s, the baseline probe only ever sees loaded samples",
+        600.0,
+        Measure::Steady {
+            since: 0.0,
+            from: 300.0,
+            to: 600.0,
+        },
+    );
+    sc.load = Load::Closed { callers: 400 };
+    v.push(sc);
+
+    let mut sc = common(
+        "uniform-timeouts",
+        "Netflix #137: 100-400s every call ends at the same 500ms timeout",
+        600.0,
+        Measure::FaultThenRecover {
+            pre: (50.0, 100.0),
+            fault_from: 100.0,
+            fault_to: 400.0,
+        },
+    );
+    sc.changes = vec![
+        (s(100.0), Change::Fault(Fault::BlackHole)),
+        (s(400.0), Change::Fault(Fault::None)),
+    ];
+    v.push(sc);
+
+    let mut sc = common(
+        "fast-failures",
+        "Netflix #176: 200-400s every call fails with a 5xx after 1ms",
+        600.0,
+        Measure::FaultThenRecover {
+            pre: (100.0, 200.0),
+            fault_from: 200.0,
+            fault_to: 400.0,
+        },
+    );
+    sc.changes = vec![
+        (
+            s(200.0),
+            Change::Fault(Fault::FastFail {
+                fraction: 1.0,
+                latency_ns: MS,
+            }),
+        ),
+        (s(400.0), Change::Fault(Fault::None)),
+    ];
+    v.push(sc);
+
+    let mut sc = common(
+        "modest-overload",
+        "Netflix PR #134: open loop at 1.1 x capacity for 600s",
+        600.0,
+        Measure::Steady {
+            since: 0.0,
+            from: 300.0,
+            to: 600.0,
+        },
+    );
+    sc.load = Load::Open {
+        per_s: 1.1 * capacity_per_s(50, &sc.service),
+    };
+    v.push(sc);
+
+    let mut sc = common(
+        "heavy-load-subsides",
+        "go-concurrency-limits #117: a neighbour at 0.95 x capacity 100-300s, then gone",
+        600.0,
+        Measure::FaultThenRecover {
+            pre: (50.0, 100.0),
+            fault_from: 100.0,
+            fault_to: 300.0,
+        },
+    );
+    sc.changes = vec![
+        (
+            s(100.0),
+            Change::Background(Some(0.95 * capacity_per_s(50, &sc.service))),
+        ),
+        (s(300.0), Change::Background(None)),
+    ];
+    v.push(sc);
+
+    let mut sc = common(
+        "long-incident",
+        "failsafe-go #127: C=50 -> 10 for 20 minutes (200-1400s)",
+        1400.0,
+        Measure::Steady {
+            since: 200.0,
+            from: 800.0,
+            to: 1400.0,
+        },
+    );
+    sc.changes = vec![(s(200.0), Change::Servers(10))];
+    v.push(sc);
+
+    let mut sc = common(
+        "start-overloaded",
+        "Envoy #38338: starts behind a 20s backlog in the upstream",
+        300.0,
+        Measure::Steady {
+            since: 0.0,
+            from: 150.0,
+            to: 300.0,
+        },
+    );
+    sc.initial_backlog = (20.0 * capacity_per_s(50, &sc.service)) as u32;
+    v.push(sc);
+
+    v
+}
+
+/// Calls per second C servers complete: C / mean service time (SCENARIOS.md "Capacity").
+pub fn capacity_per_s(servers: u32, service: &Service) -> f64 {
+    servers as f64 * SEC as f64 / service.mean_ns()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_the_canonical_ones_exist() {
+        let all = all();
+        let mut names: Vec<_> = all.iter().map(|s| s.name).collect();
+        for n in [
+            "converge",
+            "capacity-halves",
+            "baseline-shift",
+            "production",
+            "streaming",
+            "idle",
+            "low-traffic",
+            "fleet",
+        ] {
+            assert!(names.contains(&n), "{n} missing");
+        }
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+    }
+
+    #[test]
+    fn converge_capacity_is_c_over_the_lognormal_mean() {
+        let c = capacity_per_s(50, &Service::lognormal(50.0 * MS as f64));
+        assert!((c - 50.0 / 0.05 / 1.046).abs() < 0.5, "{c}");
+    }
+}

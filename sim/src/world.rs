@@ -1,0 +1,543 @@
+//! The discrete-event world: an upstream with C servers and a FIFO, callers, and one limiter
+//! per client, on a virtual clock. Everything random comes from one seeded `SplitMix64`.
+
+use std::collections::VecDeque;
+
+use resilix::engine::breaker::Breaker;
+use resilix::engine::{BreakerOptions, SplitMix64, Verdict};
+
+use crate::breaker_rule::BreakerRule;
+use crate::client::{Acq, ClientLimiter, Row, Wake};
+use crate::dist::{exponential, lognormal};
+use crate::events::{Ev, Queue};
+use crate::scenario::{Change, Fault, Load, Scenario, Service, MS, SEC};
+use crate::trace::{CallRecord, Trace, TICK_NS};
+
+const RETRY_NS: u64 = 10 * MS;
+const NO_CALLER: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Queued,
+    Running,
+    /// The caller has its answer (or gave up); the upstream may still be serving it.
+    Ended,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Call {
+    client: u16,
+    caller: u32,
+    created: u64,
+    admitted: u64,
+    mark: u64,
+    permit: u64,
+    state: State,
+    /// Another tenant's call: no limiter, no caller, not recorded.
+    background: bool,
+    /// What the upstream will answer.
+    outcome: Verdict,
+}
+
+struct Client {
+    limiter: Box<dyn ClientLimiter>,
+    waiters: VecDeque<u32>,
+    load: Load,
+    arrival_gen: u32,
+    busy: Vec<bool>,
+    breaker: Breaker,
+    rule: BreakerRule,
+}
+
+struct Upstream {
+    servers: u32,
+    busy: u32,
+    fifo: VecDeque<u32>,
+    service: Service,
+    fault: Fault,
+    background_gen: u32,
+    background_rate: Option<f64>,
+}
+
+pub struct World<'a> {
+    sc: &'a Scenario,
+    now: u64,
+    q: Queue,
+    rng: SplitMix64,
+    clients: Vec<Client>,
+    calls: Vec<Call>,
+    up: Upstream,
+    trace: Trace,
+    last_refusal: u64,
+}
+
+/// Run one scenario with one limiter row and one seed.
+pub fn run(sc: &Scenario, row: Row, seed: u64) -> Trace {
+    let mut w = World::new(sc, row, seed);
+    w.run();
+    w.trace
+}
+
+impl<'a> World<'a> {
+    fn new(sc: &'a Scenario, row: Row, seed: u64) -> Self {
+        let mut rng = SplitMix64::new(seed);
+        let clients = (0..sc.clients)
+            .map(|_| Client {
+                limiter: row.build(rng.next_u64()),
+                waiters: VecDeque::new(),
+                load: Load::Closed { callers: 0 },
+                arrival_gen: 0,
+                busy: Vec::new(),
+                breaker: Breaker::new(&BreakerOptions::default()),
+                rule: BreakerRule::new(BreakerOptions::default()),
+            })
+            .collect();
+        let n = sc.clients as usize;
+        World {
+            sc,
+            now: 0,
+            q: Queue::default(),
+            rng,
+            clients,
+            calls: Vec::new(),
+            up: Upstream {
+                servers: sc.servers,
+                busy: 0,
+                fifo: VecDeque::new(),
+                service: sc.service,
+                fault: sc.fault,
+                background_gen: 0,
+                background_rate: None,
+            },
+            trace: Trace {
+                limit: vec![Vec::new(); n],
+                inflight: vec![Vec::new(); n],
+                queued: vec![Vec::new(); n],
+                ..Trace::default()
+            },
+            last_refusal: 0,
+        }
+    }
+
+    fn run(&mut self) {
+        for _ in 0..self.sc.initial_backlog {
+            let id = self.new_call(0, NO_CALLER, true);
+            self.dispatch(id);
+        }
+        for c in 0..self.clients.len() {
+            self.set_load(c, self.sc.load);
+        }
+        for (i, (t, _)) in self.sc.changes.iter().enumerate() {
+            self.q.push(*t, Ev::Change { index: i as u32 });
+        }
+        self.q.push(0, Ev::Tick);
+        while let Some((t, ev)) = self.q.pop() {
+            if t > self.sc.duration_ns {
+                break;
+            }
+            self.now = t;
+            match ev {
+                Ev::Attempt { client, caller } => self.attempt(client as usize, caller),
+                Ev::Arrival { client, gen } => self.arrival(client as usize, gen),
+                Ev::Background { gen } => self.background(gen),
+                Ev::FirstToken { call } => self.first_token(call),
+                Ev::Complete { call } => self.complete(call),
+                Ev::Deadline { call } => self.deadline(call),
+                Ev::Change { index } => self.change(self.sc.changes[index as usize].1),
+                Ev::Tick => self.tick(),
+            }
+        }
+    }
+
+    // ---- callers ------------------------------------------------------------------------
+
+    fn set_load(&mut self, c: usize, load: Load) {
+        self.clients[c].load = load;
+        self.clients[c].arrival_gen += 1;
+        match load {
+            Load::Closed { callers } => {
+                let n = callers as usize;
+                if self.clients[c].busy.len() < n {
+                    self.clients[c].busy.resize(n, false);
+                }
+                for i in 0..n {
+                    if !self.clients[c].busy[i] {
+                        self.clients[c].busy[i] = true;
+                        self.q.push(
+                            self.now,
+                            Ev::Attempt {
+                                client: c as u16,
+                                caller: i as u32,
+                            },
+                        );
+                    }
+                }
+            }
+            Load::Open { per_s } => {
+                if per_s > 0.0 {
+                    let gen = self.clients[c].arrival_gen;
+                    let dt = exponential(&mut self.rng, per_s) * SEC as f64;
+                    self.q.push(
+                        self.now + dt as u64,
+                        Ev::Arrival {
+                            client: c as u16,
+                            gen,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn arrival(&mut self, c: usize, gen: u32) {
+        let Load::Open { per_s } = self.clients[c].load else {
+            return;
+        };
+        if gen != self.clients[c].arrival_gen {
+            return;
+        }
+        let dt = exponential(&mut self.rng, per_s) * SEC as f64;
+        self.q.push(
+            self.now + dt.max(1.0) as u64,
+            Ev::Arrival {
+                client: c as u16,
+                gen,
+            },
+        );
+        self.make_call(c, NO_CALLER);
+    }
+
+    fn attempt(&mut self, c: usize, caller: u32) {
+        let active = match self.clients[c].load {
+            Load::Closed { callers } => caller < callers,
+            Load::Open { .. } => false,
+        };
+        if !active {
+            self.clients[c].busy[caller as usize] = false;
+            return;
+        }
+        self.make_call(c, caller);
+    }
+
+    /// A caller makes a call: acquire, then run, wait or be refused.
+    fn make_call(&mut self, c: usize, caller: u32) {
+        let bin = Trace::tick_of(self.now);
+        bump(&mut self.trace.attempts, bin);
+        match self.clients[c].limiter.acquire(self.now) {
+            Acq::Run(permit) => {
+                let id = self.new_call(c, caller, false);
+                self.start_running(id, permit);
+            }
+            Acq::Queued => {
+                let id = self.new_call(c, caller, false);
+                self.calls[id as usize].state = State::Queued;
+                self.clients[c].waiters.push_back(id);
+            }
+            Acq::Refused => {
+                self.refusal(bin);
+                if caller != NO_CALLER {
+                    self.q.push(
+                        self.now + RETRY_NS,
+                        Ev::Attempt {
+                            client: c as u16,
+                            caller,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn refusal(&mut self, bin: usize) {
+        bump(&mut self.trace.refused, bin);
+        if self.trace.refusal_times.is_empty() || self.now >= self.last_refusal + 10 * MS {
+            self.trace.refusal_times.push(self.now);
+            self.last_refusal = self.now;
+        }
+    }
+
+    fn new_call(&mut self, c: usize, caller: u32, background: bool) -> u32 {
+        let id = self.calls.len() as u32;
+        self.calls.push(Call {
+            client: c as u16,
+            caller,
+            created: self.now,
+            admitted: 0,
+            mark: 0,
+            permit: 0,
+            state: State::Running,
+            background,
+            outcome: Verdict::Success,
+        });
+        if !background && self.sc.timeout_ns != u64::MAX {
+            self.q
+                .push(self.now + self.sc.timeout_ns, Ev::Deadline { call: id });
+        }
+        id
+    }
+
+    fn start_running(&mut self, id: u32, permit: u64) {
+        let call = &mut self.calls[id as usize];
+        call.state = State::Running;
+        call.permit = permit;
+        call.admitted = self.now;
+        self.dispatch(id);
+    }
+
+    /// The caller is done with a call: a closed-loop caller makes its next one at once.
+    fn caller_done(&mut self, id: u32) {
+        let call = self.calls[id as usize];
+        if call.caller != NO_CALLER {
+            self.q.push(
+                self.now,
+                Ev::Attempt {
+                    client: call.client,
+                    caller: call.caller,
+                },
+            );
+        }
+    }
+
+    /// Settle a running call with the limiter, record it, admit waiters.
+    fn settle(&mut self, id: u32, verdict: Verdict) {
+        let call = self.calls[id as usize];
+        let c = call.client as usize;
+        self.calls[id as usize].state = State::Ended;
+        self.clients[c]
+            .limiter
+            .settle(call.permit, verdict, self.now);
+        let seen_end = if call.mark != 0 { call.mark } else { self.now };
+        let latency_ns = seen_end - call.admitted;
+        self.trace.calls.push(CallRecord {
+            client: call.client,
+            verdict,
+            admitted: true,
+            created: call.created,
+            end: self.now,
+            latency_ns,
+        });
+        self.watch_breaker(c, verdict, latency_ns);
+        self.admit_waiters(c);
+        self.caller_done(id);
+    }
+
+    fn watch_breaker(&mut self, c: usize, verdict: Verdict, latency_ns: u64) {
+        let cl = &mut self.clients[c];
+        // A shadow breaker: fed every settled call, never asked to gate one (`observe`). Its
+        // first trip is recorded, then a fresh one watches on.
+        if let Some(cause) = cl.breaker.observe(self.now, verdict, latency_ns) {
+            self.trace.breaker_trips.push((self.now, cause));
+            cl.breaker = Breaker::new(&BreakerOptions::default());
+        }
+        if cl.rule.on_result(self.now, verdict, latency_ns) {
+            self.trace.rule_trips.push(self.now);
+        }
+    }
+
+    fn admit_waiters(&mut self, c: usize) {
+        while let Some(&id) = self.clients[c].waiters.front() {
+            if self.calls[id as usize].state != State::Queued {
+                self.clients[c].waiters.pop_front();
+                continue;
+            }
+            match self.clients[c].limiter.admit_queued(self.now) {
+                Wake::Run(permit) => {
+                    self.clients[c].waiters.pop_front();
+                    self.start_running(id, permit);
+                }
+                Wake::Wait => break,
+                Wake::Drop => {
+                    self.clients[c].waiters.pop_front();
+                    self.calls[id as usize].state = State::Ended;
+                    self.refusal(Trace::tick_of(self.now));
+                    self.caller_done(id);
+                }
+            }
+        }
+    }
+
+    fn deadline(&mut self, id: u32) {
+        let call = self.calls[id as usize];
+        match call.state {
+            State::Ended => {}
+            State::Queued => {
+                // The JS layer's deadline fires while the call waits: it leaves the queue and
+                // its caller gets a TimeoutError; the limiter observes nothing.
+                self.calls[id as usize].state = State::Ended;
+                self.clients[call.client as usize].limiter.leave_queue();
+                self.trace.calls.push(CallRecord {
+                    client: call.client,
+                    verdict: Verdict::Timeout,
+                    admitted: false,
+                    created: call.created,
+                    end: self.now,
+                    latency_ns: 0,
+                });
+                self.caller_done(id);
+            }
+            // The upstream keeps serving it; the caller settles Timeout now.
+            State::Running => self.settle(id, Verdict::Timeout),
+        }
+    }
+
+    // ---- upstream -----------------------------------------------------------------------
+
+    fn dispatch(&mut self, id: u32) {
+        if self.up.fault == Fault::BlackHole && !self.calls[id as usize].background {
+            return;
+        }
+        if self.up.busy < self.up.servers {
+            self.serve(id);
+        } else {
+            self.up.fifo.push_back(id);
+        }
+    }
+
+    fn serve(&mut self, id: u32) {
+        self.up.busy += 1;
+        let rng = &mut self.rng;
+        let drawn = match self.up.fault {
+            Fault::FixedLatency(d) => Some((d as f64, Verdict::Success)),
+            Fault::FastFail {
+                fraction,
+                latency_ns,
+            } if rng.next_f64() < fraction => Some((latency_ns as f64, Verdict::Failure)),
+            Fault::LuckyFast {
+                fraction,
+                latency_ns,
+            } if rng.next_f64() < fraction => Some((latency_ns as f64, Verdict::Success)),
+            _ => None,
+        };
+        let (t, outcome) = match drawn {
+            Some(d) => d,
+            None => {
+                let s = self.up.service;
+                let median = match s.bimodal {
+                    Some((p, m2)) if rng.next_f64() < p => m2,
+                    _ => s.median_ns,
+                };
+                let t = lognormal(rng, median, s.sigma);
+                let outcome = match self.up.fault {
+                    Fault::Errors { fraction, overload } if rng.next_f64() < fraction => {
+                        if overload {
+                            Verdict::Overload
+                        } else {
+                            Verdict::Failure
+                        }
+                    }
+                    _ => Verdict::Success,
+                };
+                (t, outcome)
+            }
+        };
+        self.calls[id as usize].outcome = outcome;
+        match self.sc.streaming {
+            Some(st) if !self.calls[id as usize].background && drawn.is_none() => {
+                let ttft =
+                    lognormal(&mut self.rng, st.ttft_median_ns, st.ttft_sigma).max(1.0) as u64;
+                let len = lognormal(&mut self.rng, st.length_median_ns, st.length_sigma) as u64;
+                self.q.push(self.now + ttft, Ev::FirstToken { call: id });
+                self.q
+                    .push(self.now + ttft + len, Ev::Complete { call: id });
+            }
+            _ => self
+                .q
+                .push(self.now + (t.max(1.0) as u64), Ev::Complete { call: id }),
+        }
+    }
+
+    fn first_token(&mut self, id: u32) {
+        let call = self.calls[id as usize];
+        if call.state == State::Running && self.sc.streaming.is_some_and(|s| s.mark) {
+            self.calls[id as usize].mark = self.now;
+            self.clients[call.client as usize]
+                .limiter
+                .mark(call.permit, self.now);
+        }
+    }
+
+    fn complete(&mut self, id: u32) {
+        self.up.busy -= 1;
+        self.pump_upstream();
+        let call = self.calls[id as usize];
+        if !call.background && call.state == State::Running {
+            self.settle(id, call.outcome);
+        }
+    }
+
+    fn pump_upstream(&mut self) {
+        while self.up.busy < self.up.servers {
+            match self.up.fifo.pop_front() {
+                Some(next) => self.serve(next),
+                None => break,
+            }
+        }
+    }
+
+    fn background(&mut self, gen: u32) {
+        let Some(rate) = self.up.background_rate else {
+            return;
+        };
+        if gen != self.up.background_gen {
+            return;
+        }
+        let dt = exponential(&mut self.rng, rate) * SEC as f64;
+        self.q
+            .push(self.now + dt.max(1.0) as u64, Ev::Background { gen });
+        let id = self.new_call(0, NO_CALLER, true);
+        self.dispatch(id);
+    }
+
+    // ---- scenario -----------------------------------------------------------------------
+
+    fn change(&mut self, ch: Change) {
+        match ch {
+            Change::Servers(n) => {
+                self.up.servers = n;
+                self.pump_upstream();
+            }
+            Change::Median(m) => self.up.service.median_ns = m,
+            Change::Fault(f) => self.up.fault = f,
+            Change::Load(load) => {
+                for c in 0..self.clients.len() {
+                    self.set_load(c, load);
+                }
+            }
+            Change::Background(rate) => {
+                self.up.background_gen += 1;
+                self.up.background_rate = rate;
+                if rate.is_some() {
+                    let gen = self.up.background_gen;
+                    self.q.push(self.now, Ev::Background { gen });
+                }
+            }
+        }
+    }
+
+    fn tick(&mut self) {
+        for (c, cl) in self.clients.iter().enumerate() {
+            let (limit, inflight, queued) = cl.limiter.snapshot(self.now);
+            self.trace.limit[c].push(limit);
+            self.trace.inflight[c].push(inflight);
+            self.trace.queued[c].push(queued);
+        }
+        self.trace.servers.push(self.up.servers);
+        self.trace.median_ns.push(self.up.service.median_ns);
+        let bin = Trace::tick_of(self.now);
+        for v in [&mut self.trace.attempts, &mut self.trace.refused] {
+            if v.len() <= bin {
+                v.resize(bin + 1, 0);
+            }
+        }
+        if self.now + TICK_NS <= self.sc.duration_ns {
+            self.q.push(self.now + TICK_NS, Ev::Tick);
+        }
+    }
+}
+
+fn bump(v: &mut Vec<u32>, bin: usize) {
+    if v.len() <= bin {
+        v.resize(bin + 1, 0);
+    }
+    v[bin] += 1;
+}

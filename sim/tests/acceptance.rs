@@ -1,0 +1,93 @@
+//! Spec §10's acceptance criteria for the `vegas` row, each on its SCENARIOS.md scenario,
+//! through the real engine. They are requirements, not the issue's stricter goals (those are
+//! reported by `resilix-sim`, met or not). Each runs one seed: the simulator is deterministic.
+//!
+//! Ignored until the adaptive limit lands (issue 3): today every algorithm behaves as Fixed,
+//! so these fail by design. Run them with `cargo test -p resilix-sim -- --ignored`. The
+//! streaming test is not ignored: the initial limit (20 ≥ 16 streams) already passes it.
+
+use resilix::engine::Algorithm;
+use resilix_sim::client::Row;
+use resilix_sim::runner::{get, metrics_of};
+use resilix_sim::scenario::{self, Scenario};
+
+const SEED: u64 = 1;
+const VEGAS: Row = Row::Resilix(Algorithm::Vegas);
+
+fn scenario(name: &str) -> Scenario {
+    scenario::all()
+        .into_iter()
+        .find(|s| s.name == name)
+        .expect("scenario exists")
+}
+
+fn metric(m: &[(&'static str, Option<f64>)], name: &str) -> Option<f64> {
+    get(m, name)
+}
+
+#[test]
+#[ignore = "needs adaptive limit (issue 3)"]
+fn converge_finds_capacity_within_20_pct_and_holds() {
+    let m = metrics_of(&scenario("converge"), VEGAS, SEED);
+    let ratio = metric(&m, "meanLimitOverCapacity").unwrap();
+    assert!((0.8..=1.2).contains(&ratio), "limit/C {ratio} ({m:?})");
+    let osc = metric(&m, "oscillationPct").unwrap();
+    assert!(osc <= 20.0, "oscillation ±{osc} % ({m:?})");
+    // Converged (and stayed) before the steady half began.
+    let conv = metric(&m, "convergenceS").expect("never settled within ±20 % of its mean");
+    assert!(conv <= 150.0, "converged only after {conv} s ({m:?})");
+}
+
+#[test]
+#[ignore = "needs adaptive limit (issue 3)"]
+fn capacity_halves_then_limit_reconverges_both_ways() {
+    let m = metrics_of(&scenario("capacity-halves"), VEGAS, SEED);
+    for (ratio, time) in [
+        ("halvedLimitOverCapacity", "recoveryS"),
+        ("restoredLimitOverCapacity", "restoreS"),
+    ] {
+        let r = metric(&m, ratio).unwrap();
+        assert!((0.8..=1.2).contains(&r), "{ratio} {r} ({m:?})");
+        let t = metric(&m, time).unwrap_or_else(|| panic!("{time}: never re-converged ({m:?})"));
+        assert!(t <= 100.0, "{time} {t} s ({m:?})");
+    }
+}
+
+#[test]
+#[ignore = "needs adaptive limit (issue 3)"]
+fn production_sheds_before_the_breaker_would_open() {
+    let m = metrics_of(&scenario("production"), VEGAS, SEED);
+    // Shedding healthy traffic is not "shedding before the breaker": before the change the
+    // limiter must let (almost) everything through.
+    let before = metric(&m, "shedBeforeChangePct").unwrap();
+    assert!(before <= 1.0, "shed {before} % of healthy traffic ({m:?})");
+    let shed = metric(&m, "firstShedS").expect("never shed after the change");
+    // Both the engine's breaker (watching alongside) and its documented slow-call rule trip in
+    // this scenario; the limiter must shed before either.
+    let rule = metric(&m, "breakerRuleTripS").expect("the slow-call rule trips here");
+    assert!(
+        shed < rule,
+        "first shed {shed} s, slow-call rule {rule} s ({m:?})"
+    );
+    let trip = metric(&m, "breakerTripS").expect("the engine's breaker trips here");
+    assert!(shed < trip, "first shed {shed} s, breaker {trip} s ({m:?})");
+}
+
+// Not ignored: a fixed limit of 20 passes it today, and the adaptive limit must keep it so.
+#[test]
+fn streaming_with_mark_does_not_clamp() {
+    let m = metrics_of(&scenario("streaming"), VEGAS, SEED);
+    let min = metric(&m, "minLimitOverDemand").unwrap();
+    // Clamped would be minLimit (4) of 16 streams; not clamping means staying above it.
+    assert!(min * 16.0 > 4.0, "limit fell to {} ({m:?})", min * 16.0);
+    assert_eq!(metric(&m, "shedPct"), Some(0.0), "{m:?}");
+}
+
+#[test]
+#[ignore = "needs adaptive limit (issue 3)"]
+fn low_traffic_reacts_to_a_degradation_and_recovers() {
+    let m = metrics_of(&scenario("low-traffic"), VEGAS, SEED);
+    let react = metric(&m, "reactionS").expect("never reacted to 300 s of timeouts");
+    assert!(react < 300.0, "reacted after {react} s ({m:?})");
+    assert_eq!(metric(&m, "recovered"), Some(1.0), "{m:?}");
+}

@@ -206,14 +206,17 @@ impl Adaptive {
         if let Some(q) = w.quantile() {
             let smoothed = self.filter.push(q);
             if healthy {
-                self.baseline.observe(smoothed, q, mean_inflight);
+                self.baseline
+                    .observe(smoothed, self.filter.steady, q, mean_inflight);
             }
         }
         let (base, rtt) = (self.baseline.value, self.filter.smoothed);
         if !decreased && base > 0.0 && rtt > 0.0 {
             let before = self.limit;
             let mut next = match self.kind {
-                Kind::Vegas => vegas::next(before, base, rtt),
+                // The queue we can cause is at most our own inflight: when app-limited, estimate it
+                // on the window's peak inflight, not on an unused limit.
+                Kind::Vegas => vegas::next(before, (peak as f64).min(before), base, rtt),
                 Kind::Gradient2 => gradient2::next(
                     before,
                     base,
@@ -225,6 +228,14 @@ impl Adaptive {
             };
             if next > before && !(healthy && self.demand(peak)) {
                 next = before; // hold: no evidence of health or no demand (app-limited)
+            }
+            if next < before && (peak as f64) * 2.0 < before {
+                // App-limited: the limit is not what holds calls back, so a latency reading is
+                // no reason to lower it (Netflix Vegas holds before any latency decision when
+                // inflight < L/2). At 8 calls a minute a window's p90 of ~4 calls is noise; without
+                // this a healthy low-traffic key drifted from 20 to 13 in the simulator. Drops
+                // still cut it (`evaluate`).
+                next = before;
             }
             let full = peak as f64 >= 0.8 * before;
             if self.kind == Kind::Vegas && full && next >= before && self.baseline.saturated() {

@@ -60,7 +60,7 @@ impl Baseline {
 
     /// One healthy window: the smoothed latency, the window's own quantile (ns: the
     /// correlation wants the raw window, not a filter lagging behind inflight) and its mean inflight.
-    pub fn observe(&mut self, smoothed: f64, median: f64, mean_inflight: f64) {
+    pub fn observe(&mut self, smoothed: f64, steady: f64, median: f64, mean_inflight: f64) {
         let m = self.recent.mean_latency();
         if self.recent.len() > 0 && (median > REGIME_JUMP * m || median * REGIME_JUMP < m) {
             // A regime change (an incident starts or ends, a deploy): windows from before and
@@ -75,8 +75,8 @@ impl Baseline {
             self.recent
                 .push(mean_inflight, mean_inflight / median, median);
         }
-        if self.value == 0.0 || smoothed < self.value {
-            self.value = smoothed;
+        if self.value == 0.0 || steady < self.value {
+            self.value = steady;
         } else if self.corr.len() >= self.min_windows
             && self.corr.throughput() >= RESET_THROUGHPUT_CORR
             && self.recent.varied()

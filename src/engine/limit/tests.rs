@@ -889,7 +889,7 @@ fn regression_envoy_38338_baseline_measured_while_overloaded() {
     sim.start_closed(200);
     // From the first call the upstream (C = 5) is 4× overloaded at the initial limit of 20.
     sim.run(
-        900 * S,
+        1_800 * S,
         Upstream {
             timeout: 60 * S,
             ..Upstream::new(5.0, 50)
@@ -898,8 +898,9 @@ fn regression_envoy_38338_baseline_measured_while_overloaded() {
         false,
     );
     let s = sim.stats();
-    let (mean, _, _) = sim.limits(600 * S, 900 * S);
+    let (mean, _, _) = sim.limits(1_500 * S, 1_800 * S);
     eprintln!("#38338: {s:?} mean {mean:.1}");
+    // True no-load p90 ≈ 57 ms; the loaded start read ~4× that.
     assert!(
         s.baseline_ms <= 80.0,
         "baseline still loaded: {}",

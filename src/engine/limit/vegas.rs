@@ -9,10 +9,13 @@ pub fn log_factor(limit: f64) -> f64 {
 }
 
 /// The next limit from the current one, the baseline and the smoothed latency.
-pub fn next(limit: f64, baseline: f64, rtt: f64) -> f64 {
+/// `inflight` is the concurrency the queue is estimated on: Netflix uses the limit, which is the
+/// same thing when the limit is full; when app-limited the upstream cannot hold more of our
+/// calls in its queue than we have in flight.
+pub fn next(limit: f64, inflight: f64, baseline: f64, rtt: f64) -> f64 {
     let f = log_factor(limit);
     let (alpha, beta) = (3.0 * f, 6.0 * f);
-    let queue = (limit * (1.0 - baseline / rtt)).ceil();
+    let queue = (inflight * (1.0 - baseline / rtt)).ceil();
     if queue <= f {
         limit + beta
     } else if queue < alpha {

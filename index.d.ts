@@ -71,13 +71,13 @@ export interface BreakerOptions {
   slowCallRate?: number
   /** A call whose latency (honouring `mark()`) is at least this many ms is slow. Default 5000 (a guess). */
   slowCallMs?: number
-  /** Rates are judged only once the window holds this many calls. Default 20 (a guess; resilience4j and Polly use 100). */
+  /** Rates are judged only once the window holds this many calls. Default 20 (Hystrix / MicroProfile `requestVolumeThreshold`; resilience4j and Polly use 100). */
   minimumCalls?: number
   /** The rolling window of the rates, ms. Default 30000 (Polly's SamplingDuration). */
   windowMs?: number
   /** Open on this many consecutive failures whatever the volume (the low-traffic backstop). Default 5 (cockatiel's ConsecutiveBreaker example). */
   consecutiveFailures?: number
-  /** How long the breaker stays open before half-open probes, ms. Default 10000 (a guess between Polly's 5 s and resilience4j's 60 s). */
+  /** How long the breaker stays open before half-open probes, ms. Default 10000 (cockatiel's `halfOpenAfter` default). */
   openMs?: number
   /** Probes admitted while half-open; all must succeed to close. Default 3 (a guess; resilience4j uses 10). */
   halfOpenProbes?: number

@@ -1,8 +1,21 @@
 //! Limit *algorithms* (Netflix's split): each turns samples into a concurrency limit. They own
 //! no permits and read no clock; the [`Limiter`](crate::engine::limiter::Limiter) owns permits.
 
+mod adaptive;
+mod aimd;
+mod baseline;
+mod correlation;
+mod filter;
 mod fixed;
+mod gradient2;
+pub mod quantile;
+mod vegas;
+mod window;
 
+#[cfg(test)]
+mod tests;
+
+pub use adaptive::{Adaptive, Kind};
 pub use fixed::FixedLimit;
 
 use crate::engine::options::{Algorithm, LimiterOptions};
@@ -25,15 +38,16 @@ pub struct LimitStats {
 #[derive(Clone, Debug)]
 pub enum Limit {
     Fixed(FixedLimit),
+    Adaptive(Adaptive),
 }
 
 impl Limit {
-    pub fn new(opts: &LimiterOptions, _now: Nanos) -> Limit {
+    pub fn new(opts: &LimiterOptions, now: Nanos) -> Limit {
         match opts.algorithm {
-            // The adaptive algorithms arrive with the issue "The adaptive limit".
-            Algorithm::Fixed | Algorithm::Vegas | Algorithm::Gradient2 | Algorithm::Aimd => {
-                Limit::Fixed(FixedLimit::new(opts.initial_limit))
-            }
+            Algorithm::Fixed => Limit::Fixed(FixedLimit::new(opts.initial_limit)),
+            Algorithm::Vegas => Limit::Adaptive(Adaptive::new(Kind::Vegas, opts, now)),
+            Algorithm::Gradient2 => Limit::Adaptive(Adaptive::new(Kind::Gradient2, opts, now)),
+            Algorithm::Aimd => Limit::Adaptive(Adaptive::new(Kind::Aimd, opts, now)),
         }
     }
 
@@ -42,19 +56,25 @@ impl Limit {
     pub fn current(&self) -> u32 {
         match self {
             Limit::Fixed(l) => l.current(),
+            Limit::Adaptive(a) => a.current(),
         }
     }
 
     /// Called on every acquire before the admission decision; lets an algorithm account for
     /// idle time lazily (spec §9.5: no timers). Must be cheap.
     #[inline]
-    pub fn on_acquire(&mut self, _now: Nanos, _inflight: u32) {}
+    pub fn on_acquire(&mut self, now: Nanos, inflight: u32) {
+        if let Limit::Adaptive(a) = self {
+            a.on_acquire(now, inflight)
+        }
+    }
 
     /// One settled call. `Rejected` and `Cancelled` verdicts never arrive here.
     #[inline]
-    pub fn on_sample(&mut self, _now: Nanos, _sample: &Sample) {
+    pub fn on_sample(&mut self, now: Nanos, sample: &Sample) {
         match self {
             Limit::Fixed(_) => {}
+            Limit::Adaptive(a) => a.on_sample(now, sample),
         }
     }
 
@@ -64,6 +84,7 @@ impl Limit {
                 limit: l.current(),
                 ..LimitStats::default()
             },
+            Limit::Adaptive(a) => a.stats(),
         }
     }
 }

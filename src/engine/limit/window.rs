@@ -1,0 +1,91 @@
+//! One measurement window (spec §5.2): the latencies for the quantile, plus what the
+//! baseline's correlation and the app-limited rule need. Closing rule (spec §9.1, ADR 0103):
+//! a window may close once it is `window_min` old AND holds enough samples, where "enough"
+//! falls linearly from `min_samples` at `window_min` to 1 at `window_max`. A busy key closes
+//! every 2 s; at 8 calls a minute a window closes at 30 s with whatever it has.
+
+use super::quantile::{Hybrid, QuantileEstimator};
+use crate::engine::Nanos;
+
+#[derive(Clone, Debug)]
+pub struct Window {
+    pub start: Nanos,
+    /// Every sample that reached the algorithm, latency or not.
+    pub count: u32,
+    /// Samples that carried a latency (all but overloads).
+    pub latencies: u32,
+    /// Successes and answered calls: evidence of health.
+    pub healthy: u32,
+    /// Highest `inflight` reported by a sample: the demand the window saw.
+    pub peak_inflight: u32,
+    sum_inflight: u64,
+    estimator: Hybrid,
+}
+
+impl Window {
+    pub fn new(q: f64, now: Nanos) -> Self {
+        Window {
+            start: now,
+            count: 0,
+            latencies: 0,
+            healthy: 0,
+            peak_inflight: 0,
+            sum_inflight: 0,
+            estimator: Hybrid::new(q),
+        }
+    }
+
+    pub fn reset(&mut self, now: Nanos) {
+        self.start = now;
+        self.count = 0;
+        self.latencies = 0;
+        self.healthy = 0;
+        self.peak_inflight = 0;
+        self.sum_inflight = 0;
+        self.estimator.clear();
+    }
+
+    /// Count a sample; `latency_ns` is `None` for a verdict that carries no latency.
+    #[inline]
+    pub fn add(&mut self, latency_ns: Option<f64>, inflight: u32, healthy: bool) {
+        self.count += 1;
+        self.sum_inflight += inflight as u64;
+        self.peak_inflight = self.peak_inflight.max(inflight);
+        if healthy {
+            self.healthy += 1;
+        }
+        if let Some(l) = latency_ns {
+            self.latencies += 1;
+            self.estimator.add(l);
+        }
+    }
+
+    pub fn mean_inflight(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_inflight as f64 / self.count as f64
+        }
+    }
+
+    /// The window's latency quantile in ns.
+    pub fn quantile(&self) -> Option<f64> {
+        self.estimator.quantile()
+    }
+
+    /// Spec §9.1: age-based closing with a sample requirement that decays with age.
+    #[inline]
+    pub fn ready(&self, now: Nanos, min_ns: u64, max_ns: u64, min_samples: u32) -> bool {
+        let age = now.saturating_sub(self.start);
+        if self.count == 0 || age < min_ns {
+            return false;
+        }
+        if age >= max_ns || self.count >= min_samples {
+            return true;
+        }
+        let span = (max_ns - min_ns).max(1) as f64;
+        let frac = (age - min_ns) as f64 / span; // 0 at window_min, 1 at window_max
+        let needed = min_samples as f64 - (min_samples as f64 - 1.0) * frac;
+        self.count as f64 >= needed
+    }
+}

@@ -87,7 +87,7 @@ class Resilix {
       return Promise.reject(err)
     }
     if (ks === null) return Promise.reject(this._rejected('registry', key))
-    const p = this._acquire(ks)
+    const p = this._acquire(ks, timeoutMs)
     if (p >= 0) {
       const call = timeoutMs === undefined && signal === undefined
         ? new Call(this, ks, fn, undefined, undefined)
@@ -130,7 +130,7 @@ class Resilix {
       return Promise.reject(err)
     }
     if (ks === null) return Promise.reject(this._rejected('registry', key))
-    const p = this._acquire(ks)
+    const p = this._acquire(ks, timeoutMs)
     if (p >= 0) return Promise.resolve(new Permit(this, ks, p))
     if (p === QUEUED) return this._guarded(new GuardedCall(this, ks, null, timeoutMs, signal), false)
     return Promise.reject(this._rejected(REASONS[-10 - p], key))
@@ -215,8 +215,10 @@ class Resilix {
     return ks
   }
 
-  _acquire(ks) {
-    let p = native.acquire(ks.handle)
+  /** `budgetMs`: the call's deadline, so that the engine refuses at once a call that could not
+   * leave the queue in time (spec §7) rather than let it time out waiting. */
+  _acquire(ks, budgetMs) {
+    let p = budgetMs === undefined ? native.acquire(ks.handle) : native.acquireWithin(ks.handle, budgetMs)
     if (p === STALE_HANDLE) {
       // Evicted behind our back (cannot happen while calls are in flight); resolve again, but
       // keep this one KeyState for the key: the caller holds `ks` and may queue on it, and
@@ -227,7 +229,7 @@ class Resilix {
       ks.handle = fresh.handle
       ks.observed = -1
       this._keys.set(ks.name, ks)
-      p = native.acquire(ks.handle)
+      p = budgetMs === undefined ? native.acquire(ks.handle) : native.acquireWithin(ks.handle, budgetMs)
     }
     if (this._events.watching) this._observe(ks)
     return p

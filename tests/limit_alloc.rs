@@ -63,6 +63,7 @@ fn adaptive_limit_allocates_nothing_after_construction() {
                     duration_ns: latency_ns,
                     inflight,
                     verdict,
+                    waited: false,
                 },
             );
         }

@@ -33,6 +33,7 @@ fn ns_per_call() {
                     duration_ns: latency_ns,
                     inflight,
                     verdict: Verdict::Success,
+                    waited: false,
                 },
             );
         }

@@ -26,7 +26,8 @@ pub enum Wake {
 }
 
 pub trait ClientLimiter {
-    fn acquire(&mut self, now: Nanos) -> Acq;
+    /// `budget_ns`: the caller's deadline from now (`u64::MAX`: none).
+    fn acquire(&mut self, now: Nanos, budget_ns: u64) -> Acq;
     fn admit_queued(&mut self, now: Nanos) -> Wake;
     fn leave_queue(&mut self);
     fn mark(&mut self, permit: u64, now: Nanos);
@@ -111,10 +112,10 @@ impl ResilixClient {
 }
 
 impl ClientLimiter for ResilixClient {
-    fn acquire(&mut self, now: Nanos) -> Acq {
+    fn acquire(&mut self, now: Nanos, budget_ns: u64) -> Acq {
         match self
             .engine
-            .acquire(self.key, now)
+            .acquire_within(self.key, now, budget_ns)
             .expect("the only key is never evicted")
         {
             Acquired::Permit(id) => Acq::Run(id),

@@ -174,7 +174,7 @@ impl NetflixVegas {
 }
 
 impl ClientLimiter for NetflixVegas {
-    fn acquire(&mut self, now: Nanos) -> Acq {
+    fn acquire(&mut self, now: Nanos, _budget_ns: u64) -> Acq {
         if self.inflight >= self.limit.limit() {
             return Acq::Refused;
         }

@@ -223,7 +223,8 @@ impl<'a> World<'a> {
     fn make_call(&mut self, c: usize, caller: u32) {
         let bin = Trace::tick_of(self.now);
         bump(&mut self.trace.attempts, bin);
-        match self.clients[c].limiter.acquire(self.now) {
+        let budget = self.sc.timeout_ns;
+        match self.clients[c].limiter.acquire(self.now, budget) {
             Acq::Run(permit) => {
                 let id = self.new_call(c, caller, false);
                 self.start_running(id, permit);

@@ -2,9 +2,7 @@
 //! through the real engine. They are requirements, not the issue's stricter goals (those are
 //! reported by `resilix-sim`, met or not). Each runs one seed: the simulator is deterministic.
 //!
-//! Ignored until the adaptive limit lands (issue 3): today every algorithm behaves as Fixed,
-//! so these fail by design. Run them with `cargo test -p resilix-sim -- --ignored`. The
-//! streaming test is not ignored: the initial limit (20 ≥ 16 streams) already passes it.
+//! None is ignored: they guard the adaptive limit (issue 3) against regressions.
 
 use resilix::engine::Algorithm;
 use resilix_sim::client::Row;
@@ -26,7 +24,6 @@ fn metric(m: &[(&'static str, Option<f64>)], name: &str) -> Option<f64> {
 }
 
 #[test]
-#[ignore = "needs adaptive limit (issue 3)"]
 fn converge_finds_capacity_within_20_pct_and_holds() {
     let m = metrics_of(&scenario("converge"), VEGAS, SEED);
     let ratio = metric(&m, "meanLimitOverCapacity").unwrap();
@@ -39,7 +36,6 @@ fn converge_finds_capacity_within_20_pct_and_holds() {
 }
 
 #[test]
-#[ignore = "needs adaptive limit (issue 3)"]
 fn capacity_halves_then_limit_reconverges_both_ways() {
     let m = metrics_of(&scenario("capacity-halves"), VEGAS, SEED);
     for (ratio, time) in [
@@ -54,7 +50,6 @@ fn capacity_halves_then_limit_reconverges_both_ways() {
 }
 
 #[test]
-#[ignore = "needs adaptive limit (issue 3)"]
 fn production_sheds_before_the_breaker_would_open() {
     let m = metrics_of(&scenario("production"), VEGAS, SEED);
     // Shedding healthy traffic is not "shedding before the breaker": before the change the
@@ -84,7 +79,6 @@ fn streaming_with_mark_does_not_clamp() {
 }
 
 #[test]
-#[ignore = "needs adaptive limit (issue 3)"]
 fn low_traffic_reacts_to_a_degradation_and_recovers() {
     let m = metrics_of(&scenario("low-traffic"), VEGAS, SEED);
     let react = metric(&m, "reactionS").expect("never reacted to 300 s of timeouts");

@@ -55,6 +55,22 @@ fn acquire_impl(handle: f64) -> f64 {
     .unwrap_or(STALE_HANDLE)
 }
 
+fn acquire_within_impl(handle: f64, budget_ms: f64) -> f64 {
+    let t = now();
+    publish(t);
+    // No finite positive budget: no deadline to respect.
+    let budget = if budget_ms.is_finite() && budget_ms > 0.0 {
+        (budget_ms * 1e6) as u64
+    } else {
+        u64::MAX
+    };
+    with_engine(handle, |e, k| {
+        e.acquire_within(k, t, budget)
+            .map_or(STALE_HANDLE, acquired_code)
+    })
+    .unwrap_or(STALE_HANDLE)
+}
+
 fn settle_impl(handle: f64, permit: f64, verdict: f64) -> f64 {
     let t = now();
     // A verdict is a small integer code; NaN, fractions and out-of-range values are refused.
@@ -156,6 +172,20 @@ unsafe extern "C" fn acquire_cb(
     }
 }
 
+/// `acquireWithin(handle, budgetMs)`: acquire for a call with a deadline `budgetMs` away.
+unsafe extern "C" fn acquire_within_cb(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    let Some([h, b]) = numbers::<2>(env, info) else {
+        return ptr::null_mut();
+    };
+    match std::panic::catch_unwind(|| acquire_within_impl(h, b)) {
+        Ok(x) => number(env, x),
+        Err(e) => panicked(env, e),
+    }
+}
+
 /// `settle(handle, permit, verdict)`: see engines.rs for the codes.
 unsafe extern "C" fn settle_cb(
     env: sys::napi_env,
@@ -200,6 +230,7 @@ pub fn init_hot_path(exports: Object, env: Env) -> Result<()> {
         let env = env.raw();
         let exports = exports.raw();
         define(env, exports, c"acquire", Some(acquire_cb))?;
+        define(env, exports, c"acquireWithin", Some(acquire_within_cb))?;
         define(env, exports, c"settle", Some(settle_cb))?;
         #[cfg(feature = "probes")]
         super::probes::register(env, exports);

@@ -39,6 +39,21 @@ impl Engine {
         Ok(self.registry.get_mut(key)?.acquire(now, rng))
     }
 
+    /// Acquire for a call with a deadline `budget_ns` from now (see `PolicySet::acquire_within`).
+    #[inline]
+    pub fn acquire_within(
+        &mut self,
+        key: KeyHandle,
+        now: Nanos,
+        budget_ns: u64,
+    ) -> Result<Acquired, StaleHandle> {
+        let rng = &mut self.rng;
+        Ok(self
+            .registry
+            .get_mut(key)?
+            .acquire_within(now, rng, budget_ns))
+    }
+
     /// Admit the oldest waiter of `key` if possible now; `None` when it must keep waiting.
     #[inline]
     pub fn admit_queued(

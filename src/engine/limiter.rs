@@ -25,17 +25,25 @@ impl Limiter {
         }
     }
 
-    /// Decide a new call; counts it as in flight or queued accordingly.
+    /// Decide a new call; counts it as in flight or queued accordingly. `budget_ns` is the
+    /// time the caller will wait at most (`u64::MAX`: no deadline): a call that would have to
+    /// queue longer than its budget allows is refused at once (`'queue'`) rather than left to
+    /// time out in the queue (spec §7: queueing must not silently eat a deadline).
     #[inline]
-    pub fn admit(&mut self, now: Nanos, rng: &mut SplitMix64) -> Admission {
+    pub fn admit(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Admission {
         self.limit.on_acquire(now, self.inflight);
-        let decision = admit(
-            self.inflight,
-            self.queued,
-            self.limit.current(),
-            self.queue.as_ref(),
-            rng,
-        );
+        let limit = self.limit.current();
+        let mut decision = admit(self.inflight, self.queued, limit, self.queue.as_ref(), rng);
+        if decision == Admission::Queue && budget_ns != u64::MAX {
+            // Expected wait: the waiters ahead leave at about `limit` per latency; then the call
+            // itself takes about one latency. The latency is the smoothed p90: a cautious guess.
+            let lat = self.limit.expected_latency_ns();
+            if lat > 0.0
+                && lat * ((self.queued + 1) as f64 / limit.max(1) as f64 + 1.0) > budget_ns as f64
+            {
+                decision = Admission::RejectQueue;
+            }
+        }
         match decision {
             Admission::Run => self.inflight += 1,
             Admission::Queue => self.queued += 1,
@@ -131,7 +139,10 @@ mod tests {
     /// Fill to `inflight` running and `queued` waiting (below 2L nothing is random).
     fn fill(l: &mut Limiter, rng: &mut SplitMix64, n: u32) {
         for _ in 0..n {
-            assert!(matches!(l.admit(0, rng), Admission::Run | Admission::Queue));
+            assert!(matches!(
+                l.admit(0, rng, u64::MAX),
+                Admission::Run | Admission::Queue
+            ));
         }
     }
 
@@ -182,18 +193,18 @@ mod tests {
         // Outstanding 8..12 is the ramp at L = 4; force 12 outstanding.
         l.queued = 8;
         assert_eq!(
-            l.admit(0, &mut rng),
+            l.admit(0, &mut rng, u64::MAX),
             Admission::RejectQueue,
             "3L = 12 rejects"
         );
         l.set_limit(8);
         // 12 outstanding is below 2L = 16 now: waits without any chance of rejection.
         for _ in 0..4 {
-            assert_eq!(l.admit(0, &mut rng), Admission::Queue);
+            assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Queue);
         }
         l.set_limit(2);
         // 16 outstanding is far beyond 3L = 6: rejected, and the waiters stay.
-        assert_eq!(l.admit(0, &mut rng), Admission::RejectQueue);
+        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::RejectQueue);
         assert_eq!((l.inflight(), l.queued()), (4, 12));
     }
 
@@ -210,13 +221,13 @@ mod tests {
         };
         let mut l = Limiter::new(&opts, 0);
         for _ in 0..3 {
-            assert_eq!(l.admit(0, &mut rng), Admission::Run);
+            assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Run);
         }
-        assert_eq!(l.admit(0, &mut rng), Admission::RejectLimit);
+        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::RejectLimit);
         l.set_limit(5);
-        assert_eq!(l.admit(0, &mut rng), Admission::Run);
+        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Run);
         l.set_limit(1);
-        assert_eq!(l.admit(0, &mut rng), Admission::RejectLimit);
+        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::RejectLimit);
         assert_eq!((l.inflight(), l.queued()), (4, 0));
     }
 }

@@ -23,6 +23,8 @@ pub struct PermitSlot {
     pub probe: bool,
     /// The breaker's half-open cycle this probe belongs to; 0 when not a probe.
     pub probe_cycle: u32,
+    /// Admitted from the queue: part of the caller's deadline was spent waiting with us.
+    pub waited: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -63,6 +65,7 @@ impl PermitSlab {
             inflight,
             probe: probe_cycle != 0,
             probe_cycle,
+            waited: false,
         };
         self.live += 1;
         Some(((gen as u64) << SLOT_BITS) | index as u64)

@@ -99,7 +99,14 @@ impl PolicySet {
     /// Acquire for a new call.
     #[inline]
     pub fn acquire(&mut self, now: Nanos, rng: &mut SplitMix64) -> Acquired {
-        let a = self.acquire_inner(now, rng);
+        self.acquire_within(now, rng, u64::MAX)
+    }
+
+    /// Acquire for a call that will wait at most `budget_ns` (its deadline): one that could
+    /// not leave the queue in time is refused with `Queue` at once.
+    #[inline]
+    pub fn acquire_within(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Acquired {
+        let a = self.acquire_inner(now, rng, budget_ns);
         if let Acquired::Rejected(r) = a {
             self.rejections[r as usize] += 1;
         }
@@ -107,7 +114,7 @@ impl PolicySet {
     }
 
     #[inline]
-    fn acquire_inner(&mut self, now: Nanos, rng: &mut SplitMix64) -> Acquired {
+    fn acquire_inner(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Acquired {
         let probe = match &mut self.breaker {
             Some(b) => match b.try_acquire(now) {
                 Some(p) => p,
@@ -116,7 +123,7 @@ impl PolicySet {
             None => 0,
         };
         if let Some(l) = &mut self.limiter {
-            match l.admit(now, rng) {
+            match l.admit(now, rng, budget_ns) {
                 Admission::Run => {}
                 Admission::Queue => {
                     // The probe place is taken again when the waiter is admitted.
@@ -161,7 +168,13 @@ impl PolicySet {
             self.give_back_probe(probe);
             return None;
         }
-        Some(self.enter(now, probe))
+        let a = self.enter(now, probe);
+        if let Acquired::Permit(id) = a {
+            if let Some(slot) = self.permits.get_mut(id) {
+                slot.waited = true;
+            }
+        }
+        Some(a)
     }
 
     /// A waiter left the queue without running. `false` when nobody was queued.
@@ -255,6 +268,7 @@ impl PolicySet {
                     duration_ns,
                     inflight: slot.inflight,
                     verdict,
+                    waited: slot.waited,
                 };
                 l.release(end, (!verdict.is_ignored()).then_some(&sample));
                 Ok(l.wakeable())

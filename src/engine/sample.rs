@@ -13,4 +13,6 @@ pub struct Sample {
     pub inflight: u32,
     /// How the call ended. `Rejected` and `Cancelled` never reach an algorithm.
     pub verdict: Verdict,
+    /// The call waited in our queue first: a timeout may have spent its deadline with us.
+    pub waited: bool,
 }

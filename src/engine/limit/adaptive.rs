@@ -17,6 +17,10 @@ use super::{aimd, gradient2, vegas, LimitStats};
 use crate::engine::options::LimiterOptions;
 use crate::engine::{Nanos, Sample, Verdict, NANOS_PER_MS};
 
+/// Healthy windows at the minimum limit before its latency becomes the baseline. 5: Envoy's
+/// "recalculation is forced after 5 consecutive windows at the minimum limit".
+pub const FLOOR_RESET_WINDOWS: u32 = 5;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Vegas,
@@ -55,6 +59,8 @@ pub struct Adaptive {
     last_activity: Nanos,
     /// Vegas hold dither direction (see `close_window`).
     dither_up: bool,
+    /// Consecutive closed windows with the limit at `min` (see `close_window`).
+    floor_windows: u32,
     pressure: Pressure,
     window: Window,
     filter: LatencyFilter,
@@ -81,6 +87,7 @@ impl Adaptive {
             last_eval: now,
             last_activity: now,
             dither_up: true,
+            floor_windows: 0,
             pressure: Pressure::default(),
             window: Window::new(o.quantile, now),
             filter: LatencyFilter::default(),
@@ -148,6 +155,15 @@ impl Adaptive {
                 self.window.add(None, s.inflight, false);
             }
             Verdict::Timeout => {
+                let usual = self.filter.smoothed * self.tolerance as f64;
+                if s.waited && self.kind != Kind::Aimd && usual > 0.0 && lat < usual {
+                    // The call waited in *our* queue and its deadline ran out after the upstream
+                    // had it for no longer than its usual p90 (within `rttTolerance`): the
+                    // deadline was spent with us, so the timeout says nothing about the upstream.
+                    // Counting it cut the limit to the floor again and again after a permanent
+                    // latency shift (simulator baseline-shift: goodput 77 % with, 98 % without).
+                    return self.maybe_evaluate(now);
+                }
                 // The deadline is a lower bound on the true latency: it belongs in the window.
                 p.timeout += 1;
                 self.window.add(Some(lat), s.inflight, false);
@@ -156,6 +172,11 @@ impl Adaptive {
                 debug_assert!(false, "ignored verdicts never reach the algorithm");
             }
         }
+        self.maybe_evaluate(now);
+    }
+
+    #[inline]
+    fn maybe_evaluate(&mut self, now: Nanos) {
         if now.saturating_sub(self.last_eval) >= self.update_ns {
             self.evaluate(now);
         }
@@ -210,6 +231,27 @@ impl Adaptive {
                     .observe(smoothed, self.filter.steady, q, mean_inflight);
             }
         }
+        if self.kind != Kind::Aimd
+            && self.limit <= self.min as f64 + 1e-9
+            && healthy
+            && self.filter.smoothed > 0.0
+        {
+            self.floor_windows += 1;
+            if self.floor_windows >= FLOOR_RESET_WINDOWS
+                && self.filter.smoothed > self.baseline.value
+            {
+                // Held at the floor for FLOOR_RESET_WINDOWS healthy windows, the limiter adds as
+                // little queueing of its own as it can: the latency it sees there is the best
+                // no-load estimate it will get. Take it as the baseline (Envoy forces a minRTT
+                // recalculation after 5 windows at its minimum limit). Without this, a permanent
+                // shift of the upstream's normal latency clamped Vegas at the floor for good:
+                // a held limit gives the correlation reset no variance to read.
+                self.baseline.reset_to(self.filter.smoothed);
+                self.floor_windows = 0;
+            }
+        } else {
+            self.floor_windows = 0;
+        }
         let (base, rtt) = (self.baseline.value, self.filter.smoothed);
         if !decreased && base > 0.0 && rtt > 0.0 {
             let before = self.limit;
@@ -262,6 +304,12 @@ impl Adaptive {
             }
         }
         self.window.reset(now);
+    }
+
+    /// The smoothed window quantile (p90 by default), ns; 0 before the first window.
+    #[inline]
+    pub fn expected_latency_ns(&self) -> f64 {
+        self.filter.smoothed
     }
 
     pub fn stats(&self) -> LimitStats {

@@ -93,6 +93,13 @@ impl Baseline {
         }
     }
 
+    /// Take `latency` as the no-load reference outright (the floor reset, see `Adaptive`).
+    pub fn reset_to(&mut self, latency: f64) {
+        self.value = latency;
+        self.forget();
+        self.resets += 1;
+    }
+
     /// Drop the correlation evidence (a regime change, or the limit was cut by drops).
     pub fn forget(&mut self) {
         self.corr.clear();

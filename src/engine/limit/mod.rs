@@ -69,6 +69,15 @@ impl Limit {
         }
     }
 
+    /// The latency a call can expect now (the smoothed window quantile), ns; 0 when unknown.
+    #[inline]
+    pub fn expected_latency_ns(&self) -> f64 {
+        match self {
+            Limit::Fixed(_) => 0.0,
+            Limit::Adaptive(a) => a.expected_latency_ns(),
+        }
+    }
+
     /// One settled call. `Rejected` and `Cancelled` verdicts never arrive here.
     #[inline]
     pub fn on_sample(&mut self, now: Nanos, sample: &Sample) {

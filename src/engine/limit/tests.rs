@@ -163,6 +163,7 @@ impl Sim {
                         duration_ns: t - start,
                         inflight,
                         verdict,
+                        waited: false,
                     };
                     self.limit.on_sample(t, &s);
                     let l = self.limit.current();
@@ -219,6 +220,7 @@ fn feed(l: &mut Limit, now: u64, lat_ms: u64, inflight: u32, verdict: Verdict) {
             duration_ns: lat_ms * MS,
             inflight,
             verdict,
+            waited: false,
         },
     );
 }
@@ -481,7 +483,7 @@ fn rejected_and_cancelled_never_reach_the_algorithm() {
     let mut lim = Limiter::new(&o, 0);
     let mut rng = SplitMix64::new(1);
     for i in 0..1_000u64 {
-        let _ = lim.admit(i * MS, &mut rng);
+        let _ = lim.admit(i * MS, &mut rng, u64::MAX);
         lim.release(i * MS + 1, None); // what the policy set passes for Rejected / Cancelled
     }
     assert_eq!(lim.limit(), 20);
@@ -653,6 +655,7 @@ fn streams_learn_from_time_to_first_token() {
                 duration_ns: 45 * S,
                 inflight: 16,
                 verdict: Verdict::Success,
+                waited: false,
             },
         );
         t += 45 * S / 16;

@@ -87,3 +87,36 @@ test('upstream limit (vegas): killed and restarted, the limit recovers to near t
     await once(up.child, 'exit')
   }
 })
+
+// Issue 3: "the Vegas limit settles near the bottleneck and follows it when it halves". The
+// server is swapped, on the same port, for one that serves half as many requests at once
+// (same service time): latency at the same concurrency doubles, and the limit must come down.
+// KNOWN GAP (todo, reported on issue 3): measured on a loaded 2-core machine the limit went
+// 18 → 13 after the halving, then climbed back to ~25 in bursts of +beta. A todo test still runs
+// and prints its limits.
+test('upstream limit (vegas): follows the bottleneck when it halves (8 → 4)', { todo: 'limit climbs back after the halving' }, async (t) => {
+  let up = await startUpstream(0, CAPACITY, 20)
+  const port = up.port
+  const url = `http://127.0.0.1:${port}/`
+  const rx = new Resilix({ algorithm: 'vegas', initialLimit: 2, ...fast, breaker: false })
+  const run = drive(rx, url, 7000)
+  await sleep(3000)
+  const before = rx.stats('up').limit
+  up.child.kill('SIGKILL')
+  await once(up.child, 'exit')
+  up = await startUpstream(port, CAPACITY / 2, 20)
+  try {
+    const limits = await run
+    t.diagnostic(`vegas, capacity 8 then 4 from 3 s: ${limits.join(' ')}`)
+    assert.ok(before >= CAPACITY / 2 && before <= CAPACITY * 3, `before the halving: ${before}`)
+    const after = limits.slice(-10)
+    const mean = after.reduce((a, b) => a + b, 0) / after.length
+    assert.ok(mean < before, `the limit came down: ${before} → ${mean}`)
+    for (const l of after) {
+      assert.ok(l >= 1 && l <= (CAPACITY / 2) * 3, `limit ${l} not near ${CAPACITY / 2} (${limits.join(' ')})`)
+    }
+  } finally {
+    up.child.kill('SIGKILL')
+    await once(up.child, 'exit')
+  }
+})

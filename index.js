@@ -89,12 +89,15 @@ class Resilix {
     if (ks === null) return Promise.reject(this._rejected('registry', key))
     const p = this._acquire(ks, timeoutMs)
     if (p >= 0) {
-      const call = timeoutMs === undefined && signal === undefined
-        ? new Call(this, ks, fn, undefined, undefined)
-        : new GuardedCall(this, ks, fn, timeoutMs, signal)
+      if (timeoutMs === undefined && signal === undefined) {
+        const call = new Call(this, ks, fn, undefined, undefined)
+        call._permit = p
+        call._state = RUNNING
+        return this._runPlain(call)
+      }
+      const call = new GuardedCall(this, ks, fn, timeoutMs, signal)
       call._permit = p
       call._state = RUNNING
-      if (timeoutMs === undefined && signal === undefined) return this._runPlain(call)
       return this._guarded(call, true)
     }
     if (p === QUEUED) return this._guarded(new GuardedCall(this, ks, fn, timeoutMs, signal), false)

@@ -463,6 +463,10 @@ class Resilix {
     }
     if (call._state !== RUNNING) return
     call._timedOut = true
+    // The caller has its answer; a later abort of its signal can change nothing (ctx.signal is
+    // aborted below), so unlink now rather than when a fn that ignores its signal settles: a
+    // long-lived parent signal must not hold a listener per timed-out straggler.
+    this._detach(call)
     const err = new TimeoutError(call.key, call._timeoutMs, false)
     this._answer(call, err)
     if (call._controller !== null) call._controller.abort(err)

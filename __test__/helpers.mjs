@@ -1,5 +1,6 @@
 // Shared test helpers. Real time is used sparingly: short sleeps with wide margins, so that the
 // tests do not flake on a busy 2-core machine.
+import { afterEach } from 'node:test'
 import { Resilix } from '../index.js'
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
@@ -21,8 +22,21 @@ export const honoursSignal = (ctx) =>
 export const fixed = (limit = 10, extra = {}) =>
   new Resilix({ algorithm: 'fixed', initialLimit: limit, breaker: false, ...extra })
 
-/** Keeps the event loop alive while a test waits on an unref'd deadline only. */
+const alive = new Set()
+/**
+ * Keeps the event loop alive while a test waits on an unref'd deadline only. The interval ends
+ * with the test even when an assertion throws before the test's own stop(): a leftover interval
+ * would keep the file's process alive and hang the whole run (a CI run once timed out so).
+ */
 export function keepAlive() {
   const t = setInterval(() => {}, 1000)
-  return () => clearInterval(t)
+  alive.add(t)
+  return () => {
+    clearInterval(t)
+    alive.delete(t)
+  }
 }
+afterEach(() => {
+  for (const t of alive) clearInterval(t)
+  alive.clear()
+})

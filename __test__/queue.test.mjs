@@ -189,6 +189,26 @@ test('queue: no listener piles up on a long-lived parent signal', async () => {
   assert.equal(rx.stats('k').queued, 0)
 })
 
+test('queue: a timed-out call whose fn ignores its signal unlinks the parent signal at once', async () => {
+  const rx = fixed(2)
+  const parent = new AbortController()
+  const count = () => getEventListeners(parent.signal, 'abort').length
+  const stop = keepAlive()
+  let release
+  const straggler = new Promise((r) => { release = r })
+  const err = await rx.execute(() => straggler, { key: 'k', signal: parent.signal, timeoutMs: 5 }).catch((e) => e)
+  assert.ok(isTimeoutError(err))
+  assert.equal(rx.stats('k').inflight, 1, 'fn is still running')
+  assert.equal(count(), 0, 'the answered call left no listener behind')
+  parent.abort(new Error('late'))
+  release('too late')
+  await tick()
+  stop()
+  const s = rx.stats('k')
+  assert.equal(s.inflight, 0)
+  assert.equal(s.verdicts.timeout, 1, 'the deadline came first: a timeout, not a cancellation')
+})
+
 test('queue: stats.queued is exact at every step of enqueue, abort, deadline and wake', async () => {
   const rx = fixed(2)
   const started = []

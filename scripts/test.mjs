@@ -1,6 +1,6 @@
 // `npm test`: every test. The cargo tests (engine, simulator acceptance), the Node tests under
 // Node 20, 22 and 24, and the typings check. Ends with one "N passed, N failed" line.
-import { spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -14,25 +14,59 @@ const results = []
 const counts = { passed: 0, failed: 0 }
 const tmp = mkdtempSync(join(tmpdir(), 'resilix-test-'))
 
+// Every step has a wall-clock budget. A step over it is killed with its whole process group and
+// counted as failed, so that one hung test can never hold the run past CI's limit (a CI run once
+// timed out on a test process kept alive after a failed assertion).
+const MINUTE = 60_000
+// Budgets sum to 12 + 25 + 3 × 8 + 3 = 64 min, inside CI's 90 with npm ci; a clean run takes ~6.
 let lastStdout = ''
-function run(name, cmd, args, opts = {}) {
+async function run(name, cmd, args, { budgetMs = 20 * MINUTE, capture = false, env } = {}) {
   console.log(`\n=== ${name}: ${cmd} ${args.join(' ')}`)
   const t = Date.now()
-  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit', maxBuffer: 256 * 1024 * 1024, encoding: 'utf8', ...opts })
-  lastStdout = r.stdout || ''
-  if (opts.echo) process.stdout.write(lastStdout)
-  const ok = r.status === 0
-  console.log(`=== ${name}: ${ok ? 'ok' : `FAILED (exit ${r.status ?? r.signal})`} in ${((Date.now() - t) / 1000).toFixed(1)} s`)
+  const child = spawn(cmd, args, {
+    cwd: root,
+    env: env ?? process.env,
+    stdio: ['ignore', capture ? 'pipe' : 'inherit', 'inherit'],
+    detached: true, // its own process group, so the watchdog reaches the grandchildren too
+  })
+  let out = ''
+  if (capture) {
+    child.stdout.setEncoding('utf8')
+    child.stdout.on('data', (d) => {
+      out += d
+      process.stdout.write(d)
+    })
+  }
+  let timedOut = false
+  const watchdog = setTimeout(() => {
+    timedOut = true
+    console.log(`\n=== ${name}: over its budget of ${budgetMs / MINUTE} min, killing it`)
+    try {
+      process.kill(-child.pid, 'SIGKILL')
+    } catch {}
+  }, budgetMs)
+  const status = await new Promise((resolve) => {
+    child.on('error', (e) => {
+      console.log(`=== ${name}: could not start: ${e.message}`)
+      resolve(-1)
+    })
+    child.on('close', (code, signal) => resolve(code ?? signal))
+  })
+  clearTimeout(watchdog)
+  lastStdout = out
+  const ok = status === 0 && !timedOut
+  const why = timedOut ? `killed after ${budgetMs / MINUTE} min` : `exit ${status}`
+  console.log(`=== ${name}: ${ok ? 'ok' : `FAILED (${why})`} in ${((Date.now() - t) / 1000).toFixed(1)} s`)
   results.push({ name, ok })
   return ok
 }
 
 const node = process.env.npm_node_execpath || process.execPath
-run('build', node, [join(root, 'scripts', 'ensure-built.mjs')])
+await run('build', node, [join(root, 'scripts', 'ensure-built.mjs')], { budgetMs: 12 * MINUTE })
 
 if (want('cargo')) {
   // stdout is captured to count the tests, then echoed; compile progress streams on stderr.
-  const ok = run('cargo test', 'cargo', ['test', '--workspace', '--quiet'], { stdio: ['inherit', 'pipe', 'inherit'], echo: true })
+  const ok = await run('cargo test', 'cargo', ['test', '--workspace', '--quiet'], { capture: true, budgetMs: 25 * MINUTE })
   for (const m of lastStdout.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
     counts.passed += Number(m[1])
     counts.failed += Number(m[2])
@@ -47,14 +81,26 @@ if (want('node')) {
     .map((f) => join('__test__', f))
   for (const { label, bin, version } of nodeVersions(root)) {
     const tap = join(tmp, `${label}.tap`)
-    const ok = run(`node tests (${label} ${version})`, bin, [
-      '--test', '--test-reporter=spec', '--test-reporter-destination=stdout',
+    // --test-timeout: a single hung test fails (cancelled) instead of blocking its file.
+    // --test-force-exit: a file whose tests have all finished exits even if a handle leaked. Not
+    // on Node 20: there it exits before the TAP reporter writes its summary (seen on 20.20.2).
+    const forceExit = Number(version.slice(1).split('.')[0]) >= 22 ? ['--test-force-exit'] : []
+    const ok = await run(`node tests (${label} ${version})`, bin, [
+      '--test', ...forceExit, '--test-timeout=180000',
+      '--test-reporter=spec', '--test-reporter-destination=stdout',
       '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files,
-    ], { env: { ...process.env, RESILIX_TEST_NODE: version } })
+    ], { env: { ...process.env, RESILIX_TEST_NODE: version }, budgetMs: 8 * MINUTE })
     let text = ''
     try {
       text = readFileSync(tap, 'utf8')
     } catch {}
+    if (!/^# pass \d+/m.test(text)) {
+      // No summary means the counts below would silently drop a runtime's tests: a failure.
+      console.log(`=== node tests (${label}): no TAP summary in ${tap}`)
+      counts.failed++
+      results.push({ name: `node tests (${label}) report`, ok: false })
+      continue
+    }
     const pass = Number(/^# pass (\d+)/m.exec(text)?.[1] ?? 0)
     const fail = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0) + Number(/^# cancelled (\d+)/m.exec(text)?.[1] ?? 0)
     counts.passed += pass
@@ -63,7 +109,7 @@ if (want('node')) {
 }
 
 if (want('types')) {
-  const ok = run('typings (tsc --noEmit)', node, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join('__test__', 'types', 'tsconfig.json')])
+  const ok = await run('typings (tsc --noEmit)', node, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join('__test__', 'types', 'tsconfig.json')], { budgetMs: 3 * MINUTE })
   counts[ok ? 'passed' : 'failed']++
 }
 rmSync(tmp, { recursive: true, force: true })

@@ -279,6 +279,9 @@ impl Adaptive {
                 // still cut it (`evaluate`).
                 next = before;
             }
+            // The algorithm itself lowered the limit on the latency it read (before the
+            // saturation and dither rules below, which move it for evidence).
+            let latency_cut = self.kind == Kind::Vegas && next < before;
             let full = peak as f64 >= 0.8 * before;
             if self.kind == Kind::Vegas && full && next >= before && self.baseline.saturated() {
                 // More inflight buys only latency: the baseline is stale (taken under load).
@@ -298,6 +301,7 @@ impl Adaptive {
             } else if self.kind == Kind::Gradient2 && next > before && self.baseline.saturated() {
                 next = before;
             }
+            self.baseline.note_cut(latency_cut);
             self.limit = self.clamp(next);
             if !had_pressure && self.limit >= before {
                 self.healthy_limit = self.limit as f32;

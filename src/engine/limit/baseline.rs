@@ -22,6 +22,12 @@ pub const RESET_THROUGHPUT_CORR: f64 = 0.7;
 /// (failsafe-go treats > 0.5 as "latency grows with inflight").
 pub const RESET_LATENCY_CORR: f64 = 0.3;
 
+/// d ln(throughput) / d ln(inflight) at or above which more concurrency bought throughput in
+/// proportion (1 with no queue, 0 saturated). Ours, a guess halfway: on a real upstream
+/// starting above its capacity, noise in a saturated regime correlated at ≥ 0.7 and reset the
+/// baseline up to the loaded latency (limit 20 → 82 against a capacity of 8).
+pub const RESET_ELASTICITY: f64 = 0.5;
+
 /// A reset also needs the window at hand to look like the evidence (within 25 % of its
 /// mean): the first window of an incident is not the new normal. Ours, a guess.
 pub const STABLE_LATENCY: f64 = 1.25;
@@ -44,6 +50,8 @@ pub struct Baseline {
     min_windows: u32,
     /// Upward resets so far (stats/tests).
     pub resets: u32,
+    /// The algorithm cut the limit on latency at the last window (see `note_cut`).
+    cutting: bool,
 }
 
 impl Baseline {
@@ -55,6 +63,7 @@ impl Baseline {
             recent: Correlation::new(min_windows),
             min_windows,
             resets: 0,
+            cutting: false,
         }
     }
 
@@ -69,7 +78,10 @@ impl Baseline {
             self.forget();
         }
         if median > 0.0 && mean_inflight > 0.0 {
-            // Little's law: throughput = inflight / latency (failsafe-go's estimate).
+            // Little's law: throughput = inflight / latency (failsafe-go's estimate). Measured
+            // throughput (calls per second) was tried (ADR 0111): it let the saturation verdict
+            // form sooner on a real upstream but slowed the simulator's recovery after
+            // `uniform-timeouts` from 15 s to 130 s.
             self.corr
                 .push(mean_inflight, mean_inflight / median, median);
             self.recent
@@ -81,6 +93,7 @@ impl Baseline {
             && self.corr.throughput() >= RESET_THROUGHPUT_CORR
             && self.recent.varied()
             && self.recent.throughput() >= RESET_THROUGHPUT_CORR
+            && self.recent.throughput_elasticity() >= RESET_ELASTICITY
             && self.recent.latency() <= RESET_LATENCY_CORR
             && median <= STABLE_LATENCY * self.recent.mean_latency()
         {
@@ -98,6 +111,22 @@ impl Baseline {
         self.value = latency;
         self.forget();
         self.resets += 1;
+    }
+
+    /// Whether the algorithm cut the limit on latency at this window. The first cut of a run
+    /// marks a change of the upstream (its capacity fell): the recent evidence, which a reset
+    /// needs to hold *now*, restarts there. Across a capacity drop "fewer in flight, less
+    /// throughput" read as "more inflight buys throughput" and reset the baseline up to the
+    /// degraded latency (a real upstream halved from 8 to 4: the limit climbed back to 28,
+    /// `__test__/upstream-limit.test.mjs`). Windows during the drain stay: when latency does
+    /// not fall as inflight does, the drain itself is the evidence of a permanent shift of
+    /// the upstream's normal latency. The long memory stays too: the saturation verdict
+    /// needs it.
+    pub fn note_cut(&mut self, cut: bool) {
+        if cut && !self.cutting {
+            self.recent.clear();
+        }
+        self.cutting = cut;
     }
 
     /// Drop the correlation evidence (a regime change, or the limit was cut by drops).

@@ -98,4 +98,16 @@ impl Correlation {
             0.0
         }
     }
+
+    /// The elasticity of throughput to inflight: the regression slope scaled at the means,
+    /// d ln(throughput) / d ln(inflight). 1 when every extra call in flight is served at once
+    /// (no queue), 0 when it only waits (saturated); 0 without evidence. Unlike a correlation it
+    /// says how much throughput more inflight bought: window-to-window noise in a saturated
+    /// upstream can correlate well with inflight and still buy almost nothing.
+    pub fn throughput_elasticity(&self) -> f64 {
+        if !self.varied() || self.my <= 0.0 {
+            return 0.0;
+        }
+        self.cxy / self.vx * (self.mx / self.my)
+    }
 }

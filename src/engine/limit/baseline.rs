@@ -91,6 +91,7 @@ impl Baseline {
             self.value = steady;
         } else if self.corr.len() >= self.min_windows
             && self.corr.throughput() >= RESET_THROUGHPUT_CORR
+            && self.recent.len() >= self.min_windows
             && self.recent.varied()
             && self.recent.throughput() >= RESET_THROUGHPUT_CORR
             && self.recent.throughput_elasticity() >= RESET_ELASTICITY

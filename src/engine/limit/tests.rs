@@ -375,14 +375,10 @@ fn vegas_holds_between_alpha_and_beta() {
     let t = healthy(&mut l, 0, 10, 100, 50, 20);
     let start = l.current();
     let r = (50.0 / (1.0 - 4.5 / start as f64)) as u64;
-    // Let the smoothed latency settle on r (the limit finds its hold point), then watch. Calls
-    // arrive at the rate Little's law gives for that inflight and latency: a fixed rate at a
-    // higher inflight would say "more inflight bought only latency" (saturated) and rightly
-    // lower the limit.
-    let rate = |inflight: u32| (inflight as u64 * 1000 / r).max(1);
-    let t = healthy(&mut l, t, 60, rate(start), r, start);
+    // Let the smoothed latency settle on r (the limit finds its hold point), then watch.
+    let t = healthy(&mut l, t, 60, 100, r, start);
     let start = l.current();
-    healthy(&mut l, t, 120, rate(start), r, start);
+    healthy(&mut l, t, 120, 100, r, start);
     eprintln!("hold: {start} → {} at {r} ms {:?}", l.current(), l.stats());
     assert!(
         (l.current() as i64 - start as i64).abs() <= 1,

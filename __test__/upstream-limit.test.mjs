@@ -107,10 +107,20 @@ test('upstream limit (vegas): killed and restarted, the limit is not left clampe
 // (same service time): latency at the same concurrency doubles, and the limit must come down.
 // Before ADR 0111 the limit went 18 → 13 after the halving, then climbed back to ~25: windows
 // from before the halving, correlated with windows after it, reset the baseline upward.
-// Vegas's equilibrium is the capacity plus 3–6 queued calls (alpha/beta), so the halved limit
-// sits near 4 + 3..6, not at 4: the band below is 1..3 × the new capacity.
-test('upstream limit (vegas): follows the bottleneck when it halves (8 → 4)', async (t) => {
-  let up = await startUpstream(0, CAPACITY, SERVICE_MS)
+//
+// Capacity 16 → 8, not 8 → 4: Vegas's equilibrium is the capacity plus 3–6 calls queued in the
+// server (alpha/beta are absolute below a limit of 100), so at 8 → 4 the limit moved from
+// 10.4–12.6 to 8.5–10.5, within the noise of "the mean after is below the mean before", and
+// the bands were as tight: one run in four here failed (before the halving the limit jumped
+// 9 → 27 and read 25.2 against a band of 24). At 16 → 8 it came down by 6–19 and ended at
+// 13–15 in 11 runs, 4 of them with two CPU hogs. Before the halving it settles at 19–26
+// rather than 16 + 3..6 because the baseline is learnt from the first windows, while
+// connections are new and slower (140–190 ms against 100 ms of service: a known gap, reported
+// on issue 3), and now and then it climbs +6 a few windows running before coming back: hence
+// the 3x bands.
+const FROM = 16
+test(`upstream limit (vegas): follows the bottleneck when it halves (${FROM} → ${FROM / 2})`, async (t) => {
+  let up = await startUpstream(0, FROM, SERVICE_MS)
   const port = up.port
   const url = `http://127.0.0.1:${port}/`
   const rx = new Resilix({ algorithm: 'vegas', initialLimit: 2, ...fast, breaker: false })
@@ -118,17 +128,22 @@ test('upstream limit (vegas): follows the bottleneck when it halves (8 → 4)', 
   await sleep(5000)
   up.child.kill('SIGKILL')
   await once(up.child, 'exit')
-  up = await startUpstream(port, CAPACITY / 2, SERVICE_MS)
+  up = await startUpstream(port, FROM / 2, SERVICE_MS)
   try {
     const limits = await run
-    t.diagnostic(`vegas, capacity 8 then 4 from 5 s: ${limits.join(' ')}`)
+    t.diagnostic(`vegas, capacity ${FROM} then ${FROM / 2} from 5 s: ${limits.join(' ')}`)
     // The second before the halving (the array holds one limit per 100 ms).
     const before = mean(limits.slice(40, 50))
-    assert.ok(before >= CAPACITY / 2 && before <= CAPACITY * 3, `before the halving: ${before} (${limits.join(' ')})`)
-    // The last 2 s: below where it was, and near the new capacity.
+    assert.ok(before >= FROM / 2 && before <= FROM * 3, `before the halving: ${before} (${limits.join(' ')})`)
+    // It came down: from 1 s after the halving on, the limit reached at least 5 below where it
+    // was (the capacity fell by 8). A limiter that ignored the halving only dithers ±1.
+    const low = Math.min(...limits.slice(60))
+    assert.ok(low <= before - 5, `the limit did not come down: ${before} → at least ${low} (${limits.join(' ')})`)
+    // And it stays near the new capacity: the last 2 s within 3x of it (the old failure
+    // climbed back above the capacity it had before).
     const after = mean(limits.slice(-20))
-    assert.ok(after < before, `the limit came down: ${before} → ${after} (${limits.join(' ')})`)
-    assert.ok(after >= 1 && after <= (CAPACITY / 2) * 3, `mean limit ${after} not near ${CAPACITY / 2} (${limits.join(' ')})`)
+    const half = FROM / 2
+    assert.ok(after >= half / 2 && after <= half * 3, `mean limit ${after} not near ${half} (${limits.join(' ')})`)
   } finally {
     up.child.kill('SIGKILL')
     await once(up.child, 'exit')

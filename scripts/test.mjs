@@ -12,6 +12,8 @@ const only = process.argv.slice(2) // e.g. `npm test -- node` or `npm test -- ca
 const want = (step) => only.length === 0 || only.includes(step)
 const results = []
 const counts = { passed: 0, failed: 0 }
+// Failing tests by name, repeated at the very end: a CI log shown only in part keeps its tail.
+const failures = []
 const tmp = mkdtempSync(join(tmpdir(), 'resilix-test-'))
 
 // Every step has a wall-clock budget. A step over it is killed with its whole process group and
@@ -20,6 +22,31 @@ const tmp = mkdtempSync(join(tmpdir(), 'resilix-test-'))
 const MINUTE = 60_000
 // Budgets sum to 12 + 25 + 3 × 8 + 3 = 64 min, inside CI's 90 with npm ci; a clean run takes ~6.
 let lastStdout = ''
+
+// The innermost failing tests of a TAP report, each with the first line of its error. A file
+// or suite that fails only because a test inside it failed is not repeated.
+function tapFailures(text) {
+  const lines = text.split('\n')
+  const out = []
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^(\s*)not ok \d+ - (.*?)(\s+#.*)?$/.exec(lines[i])
+    if (!m || /#\s*TODO/i.test(m[3] ?? '')) continue
+    let error = ''
+    let failureType = ''
+    for (let j = i + 1; j < lines.length && !/^\s*(not )?ok \d+/.test(lines[j]); j++) {
+      const t = lines[j].trim()
+      if (t.startsWith('failureType:')) failureType = t.slice(12).trim().replace(/'/g, '')
+      if (t.startsWith('error:')) {
+        error = t.slice(6).trim().replace(/^['|>-]+$/, '')
+        if (!error) error = (lines[j + 1] ?? '').trim()
+        break
+      }
+    }
+    if (failureType === 'subtestsFailed') continue
+    out.push(`${m[2]}${error ? ` — ${error.slice(0, 400)}` : ''}`)
+  }
+  return out
+}
 async function run(name, cmd, args, { budgetMs = 20 * MINUTE, capture = false, env } = {}) {
   console.log(`\n=== ${name}: ${cmd} ${args.join(' ')}`)
   const t = Date.now()
@@ -72,6 +99,10 @@ if (want('cargo')) {
     counts.failed += Number(m[2])
   }
   if (!ok && !/test result/.test(lastStdout)) counts.failed++
+  for (const m of lastStdout.matchAll(/^test (\S+) \.\.\. FAILED$/gm)) failures.push(`cargo: ${m[1]}`)
+  for (const m of lastStdout.matchAll(/^---- (\S+) stdout ----\n([^\n]*\n?[^\n]*)/gm)) {
+    failures.push(`cargo: ${m[1]}: ${m[2].replace(/\s+/g, ' ').slice(0, 300)}`)
+  }
 }
 
 if (want('node')) {
@@ -106,6 +137,7 @@ if (want('node')) {
     const fail = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0) + Number(/^# cancelled (\d+)/m.exec(text)?.[1] ?? 0)
     counts.passed += pass
     counts.failed += fail || (ok ? 0 : 1)
+    for (const f of tapFailures(text)) failures.push(`${label}: ${f}`)
     ran.push({ label, tests: Number(/^# tests (\d+)/m.exec(text)?.[1] ?? 0) })
   }
   // Every runtime runs the same files, so the same number of tests: fewer means results were
@@ -127,6 +159,10 @@ if (want('types')) {
 rmSync(tmp, { recursive: true, force: true })
 
 const failed = results.filter((r) => !r.ok)
+if (failures.length) {
+  console.log('\nfailed tests:')
+  for (const f of failures) console.log(`  ${f}`)
+}
 console.log('\nsteps:')
 for (const r of results) console.log(`  ${r.ok ? 'ok  ' : 'FAIL'} ${r.name}`)
 // The closing line counts tests (cargo tests + Node tests per runtime + the typings check).

@@ -38,7 +38,13 @@ function tapFailures(text) {
       if (t.startsWith('failureType:')) failureType = t.slice(12).trim().replace(/'/g, '')
       if (t.startsWith('error:')) {
         error = t.slice(6).trim().replace(/^['|>-]+$/, '')
-        if (!error) error = (lines[j + 1] ?? '').trim()
+        // A block scalar: its first three non-empty lines ("Expected values to be strictly
+        // equal:" alone names nothing).
+        const indent = lines[j].search(/\S/)
+        for (let k = j + 1, n = 0; !error.includes('\n') && n < 3 && k < lines.length; k++) {
+          if (lines[k].trim() && lines[k].search(/\S/) <= indent) break
+          if (lines[k].trim()) error += `${n++ ? ' ' : ''}${lines[k].trim()}`
+        }
         break
       }
     }

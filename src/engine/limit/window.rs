@@ -18,6 +18,9 @@ pub struct Window {
     pub healthy: u32,
     /// Highest `inflight` reported by a sample: the demand the window saw.
     pub peak_inflight: u32,
+    /// Samples whose call started at or after the limit's last raise (counted by `Adaptive`
+    /// for its once-per-round-trip rule, ADR 0112).
+    pub fresh: u32,
     sum_inflight: u64,
     estimator: Hybrid,
 }
@@ -30,6 +33,7 @@ impl Window {
             latencies: 0,
             healthy: 0,
             peak_inflight: 0,
+            fresh: 0,
             sum_inflight: 0,
             estimator: Hybrid::new(q),
         }
@@ -41,6 +45,7 @@ impl Window {
         self.latencies = 0;
         self.healthy = 0;
         self.peak_inflight = 0;
+        self.fresh = 0;
         self.sum_inflight = 0;
         self.estimator.clear();
     }

@@ -114,8 +114,14 @@ export interface ResilixOptions {
   windowMaxMs?: number
   /** Samples a window wants before it closes (adaptive at low traffic, see README). Default 50 (failsafe-go). */
   minSamples?: number
-  /** Windows over which inflight/throughput correlation is tracked for baseline resets. Default 50 (Uber). */
-  correlationWindow?: number
+  /**
+   * How often the no-load latency is re-measured, ms: admission steps down to a quarter of the
+   * limit (at least `minLimit`) until this client's calls drain, and the next calls are timed.
+   * Nothing is refused for it; the extra calls wait. Phased on the wall clock, so processes that
+   * share an upstream probe it together. Doubles for slow upstreams (at most ~2 % of the time).
+   * `0` never probes. Default 10 000 (BBR's ProbeRTT interval). Integer 0 or 1 000…2 147 483 647.
+   */
+  probeIntervalMs?: number
   /** The control loop runs on settle at most this often, ms. Default 100 (Envoy "concurrency update interval 0.1s"). */
   updateIntervalMs?: number
   /** AIMD's multiplicative decrease. Range (0, 1). Default 0.9 (Netflix AIMDLimit). */

@@ -20,7 +20,7 @@ const bad = [
   [{ rttTolerance: 0.5 }, RangeError, 'rttTolerance must be a number from 1 to 100'],
   [{ windowMinMs: 5000, windowMaxMs: 1000 }, RangeError, 'windowMinMs (5000) must not exceed windowMaxMs (1000)'],
   [{ minSamples: 0 }, RangeError, 'minSamples must be an integer from 1'],
-  [{ correlationWindow: 1 }, RangeError, 'correlationWindow must be an integer from 2'],
+  [{ probeIntervalMs: 500 }, RangeError, 'probeIntervalMs must be 0 (never) or an integer from 1000'],
   [{ updateIntervalMs: -1 }, RangeError, 'updateIntervalMs'],
   [{ backoffRatio: 1 }, RangeError, 'backoffRatio must be a number above 0 and below 1'],
   [{ queue: { initialFactor: 3, maxFactor: 2 } }, RangeError, 'queue.maxFactor (2) must be at least queue.initialFactor (3)'],
@@ -58,7 +58,7 @@ for (const [opts, cls, text] of bad) {
 test('valid options with every policy on and off', async () => {
   const on = new Resilix({
     algorithm: 'aimd', initialLimit: 8, minLimit: 1, maxLimit: 64, quantile: 0.5, smoothing: 0.5, rttTolerance: 2,
-    windowMinMs: 500, windowMaxMs: 5000, minSamples: 10, correlationWindow: 20, updateIntervalMs: 50, backoffRatio: 0.8,
+    windowMinMs: 500, windowMaxMs: 5000, minSamples: 10, probeIntervalMs: 20000, updateIntervalMs: 50, backoffRatio: 0.8,
     queue: { initialFactor: 1.5, maxFactor: 2 }, breaker: { consecutiveFailures: 2 }, bulkhead: { maxConcurrent: 5 },
     timeoutMs: 1000, maxKeys: 10, maxKeyLength: 64, seed: 7,
   })

@@ -5,7 +5,7 @@
 
 const LIMITER_NUMBERS = [
   'initialLimit', 'minLimit', 'maxLimit', 'quantile', 'smoothing', 'rttTolerance', 'windowMinMs', 'windowMaxMs',
-  'minSamples', 'correlationWindow', 'updateIntervalMs', 'backoffRatio',
+  'minSamples', 'probeIntervalMs', 'updateIntervalMs', 'backoffRatio',
 ]
 const BREAKER_NUMBERS = [
   'failureRate', 'slowCallRate', 'slowCallMs', 'minimumCalls', 'windowMs', 'consecutiveFailures', 'openMs',

@@ -35,7 +35,9 @@ fn engine(limit: u32, queue: Option<QueueOptions>, seed: u64) -> (Engine, KeyHan
 fn reject_fraction(inflight: u32, queued: u32, limit: u32, trials: u32, seed: u64) -> f64 {
     let mut rng = SplitMix64::new(seed);
     let rejected = (0..trials)
-        .filter(|_| admit(inflight, queued, limit, Some(&Q), &mut rng) == Admission::RejectQueue)
+        .filter(|_| {
+            admit(inflight, queued, limit, limit, Some(&Q), &mut rng) == Admission::RejectQueue
+        })
         .count();
     rejected as f64 / trials as f64
 }
@@ -44,8 +46,11 @@ fn reject_fraction(inflight: u32, queued: u32, limit: u32, trials: u32, seed: u6
 fn below_the_limit_runs_at_once() {
     let mut rng = SplitMix64::new(1);
     for inflight in 0..10 {
-        assert_eq!(admit(inflight, 0, 10, Some(&Q), &mut rng), Admission::Run);
-        assert_eq!(admit(inflight, 0, 10, None, &mut rng), Admission::Run);
+        assert_eq!(
+            admit(inflight, 0, 10, 10, Some(&Q), &mut rng),
+            Admission::Run
+        );
+        assert_eq!(admit(inflight, 0, 10, 10, None, &mut rng), Admission::Run);
     }
 }
 
@@ -55,7 +60,7 @@ fn from_l_to_2l_waits_without_rejection() {
     for queued in 0..10 {
         for _ in 0..1_000 {
             assert_eq!(
-                admit(10, queued, 10, Some(&Q), &mut rng),
+                admit(10, queued, 10, 10, Some(&Q), &mut rng),
                 Admission::Queue,
                 "outstanding {}",
                 10 + queued
@@ -68,7 +73,7 @@ fn from_l_to_2l_waits_without_rejection() {
 fn waiters_go_first_even_below_the_limit() {
     // FIFO: while anyone waits, a newcomer does not jump the queue, even with a free slot.
     let mut rng = SplitMix64::new(1);
-    assert_eq!(admit(3, 1, 10, Some(&Q), &mut rng), Admission::Queue);
+    assert_eq!(admit(3, 1, 10, 10, Some(&Q), &mut rng), Admission::Queue);
 }
 
 #[test]
@@ -101,7 +106,7 @@ fn at_3l_and_beyond_it_rejects() {
     for queued in [20u32, 21, 50, 1_000_000] {
         for _ in 0..100 {
             assert_eq!(
-                admit(10, queued, 10, Some(&Q), &mut rng),
+                admit(10, queued, 10, 10, Some(&Q), &mut rng),
                 Admission::RejectQueue
             );
         }
@@ -111,7 +116,7 @@ fn at_3l_and_beyond_it_rejects() {
 #[test]
 fn no_queue_rejects_at_the_limit_with_limit() {
     let mut rng = SplitMix64::new(1);
-    assert_eq!(admit(10, 0, 10, None, &mut rng), Admission::RejectLimit);
+    assert_eq!(admit(10, 0, 10, 10, None, &mut rng), Admission::RejectLimit);
     let (mut e, h) = engine(3, None, 1);
     for _ in 0..3 {
         assert!(matches!(e.acquire(h, 1).unwrap(), Acquired::Permit(_)));
@@ -134,13 +139,19 @@ fn degenerate_factors_never_divide_by_zero() {
         max_factor: 2.0,
     };
     let mut rng = SplitMix64::new(1);
-    assert_eq!(admit(4, 3, 4, Some(&q), &mut rng), Admission::Queue);
-    assert_eq!(admit(4, 4, 4, Some(&q), &mut rng), Admission::RejectQueue);
+    assert_eq!(admit(4, 3, 4, 4, Some(&q), &mut rng), Admission::Queue);
+    assert_eq!(
+        admit(4, 4, 4, 4, Some(&q), &mut rng),
+        Admission::RejectQueue
+    );
     let q1 = QueueOptions {
         initial_factor: 1.0,
         max_factor: 1.0,
     };
-    assert_eq!(admit(4, 0, 4, Some(&q1), &mut rng), Admission::RejectQueue);
+    assert_eq!(
+        admit(4, 0, 4, 4, Some(&q1), &mut rng),
+        Admission::RejectQueue
+    );
 }
 
 #[test]

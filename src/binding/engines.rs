@@ -31,6 +31,18 @@ pub(crate) fn now() -> Nanos {
     ORIGIN.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1_000_000_000
 }
 
+/// Add to `now()` for nanoseconds since the Unix epoch: the limit's baseline probes are
+/// phased on the wall clock so that independent processes probe a shared upstream together.
+pub(crate) fn wall_clock_offset_ns() -> u64 {
+    static OFFSET: OnceLock<u64> = OnceLock::new();
+    *OFFSET.get_or_init(|| {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        wall.wrapping_sub(now())
+    })
+}
+
 /// Splits a JS handle into (engine index, key handle); `None` for anything not a valid handle.
 #[inline]
 fn split(handle: f64) -> Option<(usize, u64)> {

@@ -36,8 +36,8 @@ pub struct NativeOptions {
     pub window_max_ms: Option<f64>,
     /// Default 50 (failsafe-go).
     pub min_samples: Option<f64>,
-    /// Default 50 (Uber).
-    pub correlation_window: Option<f64>,
+    /// Default 10000: how often the no-load latency is re-measured by a probe; 0: never.
+    pub probe_interval_ms: Option<f64>,
     /// Default 100 (Envoy).
     pub update_interval_ms: Option<f64>,
     /// Default 0.9 (Netflix AIMDLimit).
@@ -115,11 +115,8 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
             window_min_ms: int("windowMinMs", o.window_min_ms, ld.window_min_ms)?,
             window_max_ms: int("windowMaxMs", o.window_max_ms, ld.window_max_ms)?,
             min_samples: int32("minSamples", o.min_samples, ld.min_samples)?,
-            correlation_window: int32(
-                "correlationWindow",
-                o.correlation_window,
-                ld.correlation_window,
-            )?,
+            probe_interval_ms: int("probeIntervalMs", o.probe_interval_ms, ld.probe_interval_ms)?,
+            clock_offset_ns: crate::binding::engines::wall_clock_offset_ns(),
             update_interval_ms: int(
                 "updateIntervalMs",
                 o.update_interval_ms,

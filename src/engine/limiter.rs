@@ -33,7 +33,15 @@ impl Limiter {
     pub fn admit(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Admission {
         self.limit.on_acquire(now, self.inflight);
         let limit = self.limit.current();
-        let mut decision = admit(self.inflight, self.queued, limit, self.queue.as_ref(), rng);
+        let run_limit = self.limit.admit_limit();
+        let mut decision = admit(
+            self.inflight,
+            self.queued,
+            run_limit,
+            limit,
+            self.queue.as_ref(),
+            rng,
+        );
         if decision == Admission::Queue && budget_ns != u64::MAX {
             // Expected wait: the waiters ahead leave at about `limit` per latency; then the call
             // itself takes about one latency. The latency is the smoothed p90: a cautious guess.
@@ -45,7 +53,10 @@ impl Limiter {
             }
         }
         match decision {
-            Admission::Run => self.inflight += 1,
+            Admission::Run => {
+                self.inflight += 1;
+                self.limit.on_admit(now);
+            }
             Admission::Queue => self.queued += 1,
             Admission::RejectLimit | Admission::RejectQueue => {}
         }
@@ -56,11 +67,12 @@ impl Limiter {
     #[inline]
     pub fn admit_queued(&mut self, now: Nanos) -> bool {
         self.limit.on_acquire(now, self.inflight);
-        if self.queued == 0 || self.inflight >= self.limit.current() {
+        if self.queued == 0 || self.inflight >= self.limit.admit_limit() {
             return false;
         }
         self.queued -= 1;
         self.inflight += 1;
+        self.limit.on_admit(now);
         true
     }
 
@@ -80,7 +92,7 @@ impl Limiter {
         debug_assert!(self.inflight > 0, "limiter released more than admitted");
         self.inflight = self.inflight.saturating_sub(1);
         if let Some(s) = sample {
-            self.limit.on_sample(now, s);
+            self.limit.on_sample(now, s, self.inflight);
         }
     }
 
@@ -88,7 +100,7 @@ impl Limiter {
     #[inline]
     pub fn wakeable(&self) -> u32 {
         self.queued
-            .min(self.limit.current().saturating_sub(self.inflight))
+            .min(self.limit.admit_limit().saturating_sub(self.inflight))
     }
 
     #[inline]

@@ -76,8 +76,12 @@ pub struct LimiterOptions {
     pub window_max_ms: u64,
     /// 50: failsafe-go; adaptive at low traffic (spec §9.1, see README).
     pub min_samples: u32,
-    /// 50 windows: Uber ("typically lasting 50 intervals").
-    pub correlation_window: u32,
+    /// 10 000 ms: how often the baseline is re-measured by a probe (ADR 0113); BBR's ProbeRTT
+    /// interval. 0: never.
+    pub probe_interval_ms: u64,
+    /// Added to `now` to give wall-clock ns, so that probes of independent processes coincide.
+    /// Set by the binding; 0 in the simulator, whose clients share one clock.
+    pub clock_offset_ns: u64,
     /// 100 ms: Envoy "concurrency update interval 0.1s".
     pub update_interval_ms: u64,
     /// 0.9: AIMD backoff ratio, Netflix AIMDLimit default (spec §4.3 flags 0.5 as misconfigured).
@@ -99,7 +103,8 @@ impl Default for LimiterOptions {
             window_min_ms: 2_000,
             window_max_ms: 30_000,
             min_samples: 50,
-            correlation_window: 50,
+            probe_interval_ms: 10_000,
+            clock_offset_ns: 0,
             update_interval_ms: 100,
             backoff_ratio: 0.9,
             queue: Some(QueueOptions::default()),
@@ -286,12 +291,13 @@ impl LimiterOptions {
             ));
         }
         int_range("minSamples", self.min_samples as u64, 1, 100_000)?;
-        int_range(
-            "correlationWindow",
-            self.correlation_window as u64,
-            2,
-            1_000,
-        )?;
+        let probe = self.probe_interval_ms;
+        if probe != 0 && !(1_000..=MAX_MS).contains(&probe) {
+            return Err(err(
+                "probeIntervalMs",
+                format!("probeIntervalMs must be 0 (never) or an integer from 1000 to {MAX_MS}, got {probe}"),
+            ));
+        }
         int_range("updateIntervalMs", self.update_interval_ms, 0, MAX_MS)?;
         real_range("backoffRatio", self.backoff_ratio, 0.0, 1.0, true)?;
         if self.backoff_ratio >= 1.0 {

@@ -19,21 +19,29 @@ pub enum Admission {
     RejectQueue,
 }
 
-/// Decide what a new call does. `rng` is drawn only inside the ramp.
+/// Decide what a new call does. `run_limit` is what may run now; the queue's bounds are
+/// factors of `limit` (the two differ only while a baseline probe holds admission lower: its
+/// extra calls wait, none is refused for it). `rng` is drawn only inside the ramp.
 #[inline]
 pub fn admit(
     inflight: u32,
     queued: u32,
+    run_limit: u32,
     limit: u32,
     queue: Option<&QueueOptions>,
     rng: &mut SplitMix64,
 ) -> Admission {
     // Waiters go first (FIFO): a newcomer runs at once only when nobody is waiting.
-    if queued == 0 && inflight < limit {
+    if queued == 0 && inflight < run_limit {
         return Admission::Run;
     }
     let Some(q) = queue else {
-        return Admission::RejectLimit;
+        // Without a queue a probe cannot make calls wait, so it does not hold them either.
+        return if inflight < limit {
+            Admission::Run
+        } else {
+            Admission::RejectLimit
+        };
     };
     let outstanding = (inflight + queued) as f64;
     let l = limit as f64;

@@ -1,25 +1,23 @@
-//! The adaptive limit: windows → quantile → median/EMA → baseline → algorithm, plus the
-//! verdict pressure path, the app-limited rule and idle recovery. No timers (spec §9.5):
-//! everything runs on `on_sample` (settle) and `on_acquire`.
+//! The adaptive limit: windows → quantile → median/EMA → baseline (with its probe) → the
+//! algorithm's rule → the shared gates. Verdict pressure and idle recovery sit beside it. No
+//! timers: everything runs on `on_sample` (settle) and `on_acquire`.
 //!
 //! Two cadences, both evaluated on settle once `updateIntervalMs` has passed since the last
 //! evaluation:
 //! - pressure: overload/timeout verdicts since the last evaluation cut the limit at once
-//!   (×backoff, ×backoff² for a timeout) when they exceed (1 − quantile) of those calls —
-//!   the fraction at which the window's own p90 would be a dropped call anyway;
+//!   (×backoff, ×backoff² for a timeout) when they exceed (1 − quantile) of those calls, the
+//!   fraction at which the window's own p90 would be a dropped call anyway (ADR 0108);
 //! - latency: when the window is ready (`Window::ready`), its quantile feeds the filter, the
 //!   baseline and the algorithm.
 
-use super::baseline::Baseline;
+use super::baseline::{Baseline, PROBE_JUMP};
 use super::filter::LatencyFilter;
+use super::gates;
+use super::probe::{Hold, Measured, Probe, PROBE_LEVEL};
 use super::window::Window;
-use super::{aimd, gradient2, vegas, LimitStats};
+use super::{aimd, gradient2, vegas, LimitStats, Reading};
 use crate::engine::options::LimiterOptions;
 use crate::engine::{Nanos, Sample, Verdict, NANOS_PER_MS};
-
-/// Healthy windows at the minimum limit before its latency becomes the baseline. 5: Envoy's
-/// "recalculation is forced after 5 consecutive windows at the minimum limit".
-pub const FLOOR_RESET_WINDOWS: u32 = 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -57,17 +55,20 @@ pub struct Adaptive {
     update_ns: u64,
     last_eval: Nanos,
     last_activity: Nanos,
-    /// Vegas hold dither direction (see `close_window`).
-    dither_up: bool,
-    /// Consecutive closed windows with the limit at `min` (see `close_window`).
-    floor_windows: u32,
-    /// When the limit was last raised by a latency reading (see `close_window`: once per
-    /// round trip; the window counts the samples that started after it).
-    last_raise: Nanos,
+    /// When the limit last moved on a latency reading (a raise or a deep cut): a window is
+    /// "fresh" when most of its calls started after it (gates 3 and 6).
+    last_move: Nanos,
+    /// No cut yet since the key started or came back from idle: Vegas raises by 6·f(L), its
+    /// slow start (ADR 0113).
+    slow_start: bool,
     pressure: Pressure,
     window: Window,
     filter: LatencyFilter,
     baseline: Baseline,
+    /// The same pair on the windows' mean latency: what Vegas's queue estimate reads.
+    mean_filter: LatencyFilter,
+    mean_baseline: Baseline,
+    probe: Probe,
 }
 
 impl Adaptive {
@@ -89,20 +90,39 @@ impl Adaptive {
             update_ns: o.update_interval_ms.saturating_mul(NANOS_PER_MS),
             last_eval: now,
             last_activity: now,
-            dither_up: true,
-            floor_windows: 0,
-            last_raise: now,
+            last_move: now,
+            slow_start: true,
             pressure: Pressure::default(),
             window: Window::new(o.quantile, now),
             filter: LatencyFilter::default(),
-            baseline: Baseline::new(o.correlation_window),
+            baseline: Baseline::default(),
+            mean_filter: LatencyFilter::default(),
+            mean_baseline: Baseline::default(),
+            probe: Probe::new(
+                kind != Kind::Aimd && o.probe_interval_ms > 0,
+                now,
+                o.probe_interval_ms,
+                o.clock_offset_ns,
+            ),
         }
     }
 
+    /// The learnt limit (what `stats()` reports).
     #[inline]
     pub fn current(&self) -> u32 {
         // The epsilon keeps 20 × 0.9 at 18, not 17.999… → 17.
         (self.limit + 1e-9) as u32
+    }
+
+    /// The limit admission obeys now: the learnt one, or `minLimit` while a probe holds.
+    #[inline]
+    pub fn admit_limit(&self) -> u32 {
+        let l = self.current();
+        match self.probe.hold() {
+            Hold::No => l,
+            Hold::Level => l.min(self.probe_level()),
+            Hold::Shut => 0,
+        }
     }
 
     #[inline]
@@ -110,15 +130,24 @@ impl Adaptive {
         l.clamp(self.min as f64, self.max as f64)
     }
 
-    /// Spec §9.5: a limiter nobody calls must not stay clamped. After more than `windowMax`
-    /// with nothing in flight and nothing settled, the limit returns towards the last healthy
-    /// limit, halving the gap for every further `windowMax` of idleness; the stale latency
-    /// filter is dropped so the first new window is judged on its own (ADR 0106).
+    /// A limiter nobody calls must not stay clamped. After more than `windowMax` with nothing
+    /// in flight and nothing settled, the limit returns towards the last healthy limit,
+    /// halving the gap for every further `windowMax` of idleness; the stale latency filter is
+    /// dropped so the first new window is judged on its own (ADR 0106).
     #[inline]
     pub fn on_acquire(&mut self, now: Nanos, inflight: u32) {
-        if inflight != 0 {
-            return;
+        if inflight == 0 {
+            self.recover_from_idle(now);
         }
+        self.tick_probe(now, inflight);
+    }
+
+    #[inline]
+    pub fn on_admit(&mut self, now: Nanos) {
+        self.probe.admitted(now, self.filter.smoothed);
+    }
+
+    fn recover_from_idle(&mut self, now: Nanos) {
         let idle = now.saturating_sub(self.last_activity);
         if idle <= self.window_max_ns {
             return;
@@ -129,56 +158,107 @@ impl Adaptive {
             self.limit = self.clamp(target - (target - self.limit) * 0.5f64.powf(halvings));
         }
         self.filter.reset();
+        self.mean_filter.reset();
         self.window.reset(now);
         self.pressure = Pressure::default();
         self.last_eval = now;
         self.last_activity = now;
+        self.slow_start = true;
     }
 
     #[inline]
-    pub fn on_sample(&mut self, now: Nanos, s: &Sample) {
+    fn probe_level(&self) -> u32 {
+        ((self.limit * PROBE_LEVEL) as u32).max(self.min as u32)
+    }
+
+    #[inline]
+    fn tick_probe(&mut self, now: Nanos, inflight: u32) {
+        let level = self.probe_level();
+        if let Some(m) = self.probe.tick(now, inflight, level, self.filter.smoothed) {
+            self.on_probe(now, m);
+        }
+    }
+
+    /// A probe measured the no-load latency. When it jumped the baseline up (the upstream's
+    /// normal latency rose), the smoothed latency still carries the old normal, and the
+    /// baseline, never above it, would fall straight back: it restarts from the next window.
+    fn on_probe(&mut self, now: Nanos, m: Measured) {
+        let before = self.mean_baseline.value;
+        let a = self.baseline.measured(m.p90);
+        let b = self.mean_baseline.measured(m.mean);
+        let jumped = before == 0.0 || m.mean > before * PROBE_JUMP || m.mean * PROBE_JUMP < before;
+        self.probe.note_settled(!jumped);
+        if a || b {
+            self.filter.reset();
+            self.mean_filter.reset();
+            self.window.reset(now);
+        }
+    }
+
+    /// One settled call; `inflight` is what is still in flight after it.
+    #[inline]
+    pub fn on_sample(&mut self, now: Nanos, s: &Sample, inflight: u32) {
         self.last_activity = now;
         let lat = s.latency_ns as f64;
+        let start = now.saturating_sub(s.duration_ns);
         let p = &mut self.pressure;
         p.total += 1;
         p.peak_inflight = p.peak_inflight.max(s.inflight);
         match s.verdict {
             Verdict::Success | Verdict::Answered => {
-                p.healthy += 1;
-                self.window.add(Some(lat), s.inflight, true);
+                self.pressure.healthy += 1;
+                self.window
+                    .add(Some(lat), s.duration_ns as f64, s.inflight, true);
+                if let Some(m) = self.probe.sample(now, start, lat) {
+                    self.on_probe(now, m);
+                }
             }
             Verdict::Failure => {
                 // Netflix #176: a fast failure is not evidence of a fast upstream. Its latency is
                 // censored from below at the smoothed latency: a slow failure still counts as slow.
                 let floor = self.filter.smoothed;
-                self.window.add(Some(lat.max(floor)), s.inflight, false);
+                self.window.add(
+                    Some(lat.max(floor)),
+                    s.duration_ns as f64,
+                    s.inflight,
+                    false,
+                );
             }
             Verdict::Overload => {
                 // A 429 is answered fast by design: pressure, not a latency reading.
-                p.overload += 1;
-                self.window.add(None, s.inflight, false);
+                self.pressure.overload += 1;
+                self.window
+                    .add(None, s.duration_ns as f64, s.inflight, false);
             }
             Verdict::Timeout => {
                 let usual = self.filter.smoothed * self.tolerance as f64;
+                // A timed probe call that ran out of deadline (it may have waited in the queue
+                // first) still counts, at no less than the usual mean: dropping it would keep
+                // the fast calls only and read the baseline low.
+                let floor = lat.max(self.mean_filter.smoothed);
+                if let Some(m) = self.probe.sample(now, start, floor) {
+                    self.on_probe(now, m);
+                }
                 if s.waited && self.kind != Kind::Aimd && usual > 0.0 && lat < usual {
-                    // The call waited in *our* queue and its deadline ran out after the upstream
-                    // had it for no longer than its usual p90 (within `rttTolerance`): the
-                    // deadline was spent with us, so the timeout says nothing about the upstream.
-                    // Counting it cut the limit to the floor again and again after a permanent
-                    // latency shift (simulator baseline-shift: goodput 77 % with, 98 % without).
+                    // It waited in *our* queue and the upstream had it for no longer than its
+                    // usual p90 (within `rttTolerance`): the deadline was spent with us, so the
+                    // timeout says nothing about the upstream (ADR 0110).
+                    self.tick_probe(now, inflight);
                     return self.maybe_evaluate(now);
                 }
                 // The deadline is a lower bound on the true latency: it belongs in the window.
-                p.timeout += 1;
-                self.window.add(Some(lat), s.inflight, false);
+                self.pressure.timeout += 1;
+                self.window
+                    .add(Some(lat), s.duration_ns as f64, s.inflight, false);
             }
             Verdict::Rejected | Verdict::Cancelled => {
                 debug_assert!(false, "ignored verdicts never reach the algorithm");
             }
         }
-        if now.saturating_sub(s.duration_ns) >= self.last_raise {
+        if start >= self.last_move {
             self.window.fresh += 1;
         }
+        self.tick_probe(now, inflight);
         self.maybe_evaluate(now);
     }
 
@@ -190,8 +270,7 @@ impl Adaptive {
     }
 
     /// Increases need demand: the window's peak inflight reached half the limit (Netflix's
-    /// app-limited rule), or the limit is below `initialLimit`, which a healthy upstream may
-    /// always climb back to (the cure for "never heals after heavy load", ADR 0107).
+    /// app-limited rule), or the limit is below `initialLimit` (ADR 0107).
     #[inline]
     fn demand(&self, peak: u32) -> bool {
         peak as f64 * 2.0 >= self.limit || self.limit < self.initial as f64
@@ -201,13 +280,14 @@ impl Adaptive {
         self.last_eval = now;
         let p = std::mem::take(&mut self.pressure);
         let drops = p.overload + p.timeout;
+        let quantile = self.quantile as f64;
         let mut decreased = false;
-        if drops > 0 && drops as f64 > (1.0 - self.quantile as f64) * p.total as f64 {
+        if drops > 0 && drops as f64 > (1.0 - quantile) * p.total as f64 {
             let b = self.backoff;
             let factor = if p.timeout > 0 { b * b } else { b };
             self.limit = self.clamp(self.limit * factor);
             decreased = true;
-            self.baseline.forget(); // an incident: evidence from before it is moot
+            self.slow_start = false;
         } else if self.kind == Kind::Aimd
             && p.healthy > 0
             && p.healthy * 2 >= p.total
@@ -227,104 +307,71 @@ impl Adaptive {
 
     fn close_window(&mut self, now: Nanos, decreased: bool) {
         let w = &self.window;
-        let healthy = w.healthy * 2 >= w.count;
-        let peak = w.peak_inflight;
-        let mean_inflight = w.mean_inflight();
+        let gate = gates::Window {
+            healthy: w.healthy * 2 >= w.count,
+            peak: w.peak_inflight as f64,
+            fresh: w.fresh * 2 >= w.count,
+            initial: self.initial as f64,
+        };
         let had_pressure = decreased || w.healthy < w.count;
-        // Most of the window's calls started before the last raise (see the rule below).
-        let stale = w.fresh * 2 < w.count;
-        if let Some(q) = w.quantile() {
-            let smoothed = self.filter.push(q);
-            if healthy {
+        // A full window's latency is precise enough to lower the baseline at once (a cold first
+        // window must not survive the next one); a window of a few calls is not, and a
+        // minimum over noisy readings drifts low: there the baseline follows the symmetric
+        // EMA of the medians instead (ADR 0113).
+        let full = w.latencies >= self.min_samples;
+        let q = w.quantile();
+        if let Some(q) = q {
+            self.filter.push(q);
+            if gate.healthy {
+                let f = &self.filter;
                 self.baseline
-                    .observe(smoothed, self.filter.steady, q, mean_inflight);
+                    .observe(if full { f.smoothed } else { f.steady });
             }
         }
-        if self.kind != Kind::Aimd
-            && self.limit <= self.min as f64 + 1e-9
-            && healthy
-            && self.filter.smoothed > 0.0
-        {
-            self.floor_windows += 1;
-            if self.floor_windows >= FLOOR_RESET_WINDOWS
-                && self.filter.smoothed > self.baseline.value
-            {
-                // Held at the floor for FLOOR_RESET_WINDOWS healthy windows, the limiter adds as
-                // little queueing of its own as it can: the latency it sees there is the best
-                // no-load estimate it will get. Take it as the baseline (Envoy forces a minRTT
-                // recalculation after 5 windows at its minimum limit). Without this, a permanent
-                // shift of the upstream's normal latency clamped Vegas at the floor for good:
-                // a held limit gives the correlation reset no variance to read.
-                self.baseline.reset_to(self.filter.smoothed);
-                self.floor_windows = 0;
+        let mean = w.mean();
+        if let Some(m) = mean {
+            self.mean_filter.push(m);
+            if gate.healthy {
+                let f = &self.mean_filter;
+                self.mean_baseline
+                    .observe(if full { f.smoothed } else { f.steady });
             }
-        } else {
-            self.floor_windows = 0;
         }
         let (base, rtt) = (self.baseline.value, self.filter.smoothed);
+        self.probe.note_baseline(base);
+        // Drops already moved the limit in this interval: they decide, not latency.
         if !decreased && base > 0.0 && rtt > 0.0 {
             let before = self.limit;
-            let mut next = match self.kind {
-                // The queue we can cause is at most our own inflight: when app-limited, estimate it
-                // on the window's peak inflight, not on an unused limit.
-                Kind::Vegas => vegas::next(before, (peak as f64).min(before), base, rtt),
-                Kind::Gradient2 => gradient2::next(
-                    before,
-                    base,
-                    rtt,
-                    self.tolerance as f64,
-                    self.smoothing as f64,
-                ),
-                Kind::Aimd => before, // error-driven only: moved by `evaluate`
+            let r = Reading {
+                limit: before,
+                peak: gate.peak,
+                baseline: base,
+                rtt,
+                rtt_now: q.unwrap_or(rtt),
+                waiting: w.waiting_share(),
+                slow_start: self.slow_start,
             };
-            if next > before && !(healthy && self.demand(peak)) {
-                next = before; // hold: no evidence of health or no demand (app-limited)
+            let proposed = match self.kind {
+                Kind::Vegas if self.mean_baseline.value > 0.0 => vegas::on_window(&Reading {
+                    baseline: self.mean_baseline.value,
+                    rtt: self.mean_filter.smoothed,
+                    rtt_now: mean.unwrap_or(self.mean_filter.smoothed),
+                    ..r
+                }),
+                Kind::Vegas => vegas::on_window(&r),
+                Kind::Gradient2 => {
+                    gradient2::on_window(&r, self.tolerance as f64, self.smoothing as f64)
+                }
+                Kind::Aimd => aimd::on_window(&r),
+            };
+            let next = self.clamp(gates::apply(before, proposed, &gate));
+            if next > before || next < before - vegas::log_factor(before) {
+                self.last_move = now;
             }
-            if next < before && (peak as f64) * 2.0 < before {
-                // App-limited: the limit is not what holds calls back, so a latency reading is
-                // no reason to lower it (Netflix Vegas holds before any latency decision when
-                // inflight < L/2). At 8 calls a minute a window's p90 of ~4 calls is noise; without
-                // this a healthy low-traffic key drifted from 20 to 13 in the simulator. Drops
-                // still cut it (`evaluate`).
-                next = before;
+            if next < before {
+                self.slow_start = false;
             }
-            // Raise at most once per round trip (TCP Vegas adjusts its window once per RTT):
-            // a raise is judged on the window's latency only when most of its calls started
-            // after the last raise. A window shorter than the latency, or the smoothed latency
-            // lagging it, otherwise reads the latency from before the raise again and repeats
-            // it: on a real upstream +6 five windows running, 10 → 40 against a capacity of 8
-            // (`__test__/upstream-limit.test.mjs`). With windows longer than the latency (the
-            // 2 s default) nearly every call of a window is fresh, and this never holds.
-            if next > before && stale {
-                next = before;
-            }
-            // The algorithm itself lowered the limit on the latency it read (before the
-            // saturation and dither rules below, which move it for evidence).
-            let latency_cut = self.kind == Kind::Vegas && next < before;
-            let full = peak as f64 >= 0.8 * before;
-            if self.kind == Kind::Vegas && full && next >= before && self.baseline.saturated() {
-                // More inflight buys only latency: the baseline is stale (taken under load).
-                next = before - vegas::log_factor(before);
-            } else if self.kind == Kind::Vegas && full && healthy && next == before && !stale {
-                // A Vegas hold freezes inflight, and a frozen inflight gives the baseline's
-                // correlation nothing to read: a limit held at 8 after a permanent latency shift
-                // would stay there forever. Alternate +f / −f while holding: one extra call in
-                // flight every other window is the whole cost of the evidence (ADR 0102).
-                let f = vegas::log_factor(before);
-                next = if self.dither_up {
-                    before + f
-                } else {
-                    before - f
-                };
-                self.dither_up = !self.dither_up;
-            } else if self.kind == Kind::Gradient2 && next > before && self.baseline.saturated() {
-                next = before;
-            }
-            self.baseline.note_cut(latency_cut);
-            if next > before {
-                self.last_raise = now;
-            }
-            self.limit = self.clamp(next);
+            self.limit = next;
             if !had_pressure && self.limit >= before {
                 self.healthy_limit = self.limit as f32;
             }
@@ -344,16 +391,8 @@ impl Adaptive {
             baseline_ms: self.baseline.value / NANOS_PER_MS as f64,
             smoothed_ms: self.filter.smoothed / NANOS_PER_MS as f64,
             window_samples: self.window.count,
+            probes: self.probe.measured,
+            probing: self.probe.hold() != Hold::No,
         }
-    }
-
-    #[cfg(test)]
-    pub fn debug(&self) -> String {
-        self.baseline.debug()
-    }
-
-    #[cfg(test)]
-    pub fn baseline_resets(&self) -> u32 {
-        self.baseline.resets
     }
 }

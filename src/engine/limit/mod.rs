@@ -4,10 +4,11 @@
 mod adaptive;
 mod aimd;
 mod baseline;
-mod correlation;
 mod filter;
 mod fixed;
+mod gates;
 mod gradient2;
+mod probe;
 pub mod quantile;
 mod vegas;
 mod window;
@@ -32,6 +33,29 @@ pub struct LimitStats {
     pub smoothed_ms: f64,
     /// Samples in the window being filled.
     pub window_samples: u32,
+    /// Probes that measured the baseline so far.
+    pub probes: u32,
+    /// A probe holds admission at `minLimit` now.
+    pub probing: bool,
+}
+
+/// What a closed window tells a limit algorithm (Netflix's `onSample → new limit`, per window).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reading {
+    /// The limit now.
+    pub limit: f64,
+    /// The most calls in flight at once during the window.
+    pub peak: f64,
+    /// The no-load latency, ns.
+    pub baseline: f64,
+    /// The smoothed window quantile, ns.
+    pub rtt: f64,
+    /// This window's own quantile, ns (the smoothed one lags it by up to two windows).
+    pub rtt_now: f64,
+    /// The share of in-flight calls still waiting for their response (1 unless they stream).
+    pub waiting: f64,
+    /// The limit has not been cut since the key started (or came back from idle).
+    pub slow_start: bool,
 }
 
 /// Enum dispatch: no allocation, no virtual call on the hot path.
@@ -51,7 +75,7 @@ impl Limit {
         }
     }
 
-    /// The limit in force now.
+    /// The learnt limit: what `stats()` reports, and what the queue's bounds are factors of.
     #[inline]
     pub fn current(&self) -> u32 {
         match self {
@@ -60,12 +84,29 @@ impl Limit {
         }
     }
 
+    /// The limit admission obeys now: lower than `current` only while a baseline probe holds.
+    #[inline]
+    pub fn admit_limit(&self) -> u32 {
+        match self {
+            Limit::Fixed(l) => l.current(),
+            Limit::Adaptive(a) => a.admit_limit(),
+        }
+    }
+
     /// Called on every acquire before the admission decision; lets an algorithm account for
-    /// idle time lazily (spec §9.5: no timers). Must be cheap.
+    /// idle time and probe phases lazily (no timers). Must be cheap.
     #[inline]
     pub fn on_acquire(&mut self, now: Nanos, inflight: u32) {
         if let Limit::Adaptive(a) = self {
             a.on_acquire(now, inflight)
+        }
+    }
+
+    /// A call was admitted (a baseline probe counts the calls it times).
+    #[inline]
+    pub fn on_admit(&mut self, now: Nanos) {
+        if let Limit::Adaptive(a) = self {
+            a.on_admit(now)
         }
     }
 
@@ -78,12 +119,13 @@ impl Limit {
         }
     }
 
-    /// One settled call. `Rejected` and `Cancelled` verdicts never arrive here.
+    /// One settled call, with the calls still in flight after it. `Rejected` and `Cancelled`
+    /// verdicts never arrive here.
     #[inline]
-    pub fn on_sample(&mut self, now: Nanos, sample: &Sample) {
+    pub fn on_sample(&mut self, now: Nanos, sample: &Sample, inflight: u32) {
         match self {
             Limit::Fixed(_) => {}
-            Limit::Adaptive(a) => a.on_sample(now, sample),
+            Limit::Adaptive(a) => a.on_sample(now, sample, inflight),
         }
     }
 

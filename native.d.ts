@@ -45,8 +45,8 @@ export interface NativeOptions {
   windowMaxMs?: number
   /** Default 50 (failsafe-go). */
   minSamples?: number
-  /** Default 50 (Uber). */
-  correlationWindow?: number
+  /** Default 10000: how often the no-load latency is re-measured by a probe; 0: never. */
+  probeIntervalMs?: number
   /** Default 100 (Envoy). */
   updateIntervalMs?: number
   /** Default 0.9 (Netflix AIMDLimit). */

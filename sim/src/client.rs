@@ -76,9 +76,10 @@ impl Row {
         }
     }
 
-    pub fn build(self, seed: u64) -> Box<dyn ClientLimiter> {
+    /// `initial`: the scenario's `initialLimit` (`None`: the default).
+    pub fn build(self, seed: u64, initial: Option<u32>) -> Box<dyn ClientLimiter> {
         match self {
-            Row::Resilix(algorithm) => Box::new(ResilixClient::new(algorithm, seed)),
+            Row::Resilix(algorithm) => Box::new(ResilixClient::new(algorithm, seed, initial)),
             Row::NetflixVegas => Box::new(NetflixVegas::new(seed)),
         }
     }
@@ -94,10 +95,12 @@ pub struct ResilixClient {
 }
 
 impl ResilixClient {
-    pub fn new(algorithm: Algorithm, seed: u64) -> Self {
+    pub fn new(algorithm: Algorithm, seed: u64, initial: Option<u32>) -> Self {
+        let d = LimiterOptions::default();
         let limiter = LimiterOptions {
             algorithm,
-            ..LimiterOptions::default()
+            initial_limit: initial.unwrap_or(d.initial_limit),
+            ..d
         };
         let policies = PolicyOptions {
             breaker: None,

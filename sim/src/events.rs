@@ -18,6 +18,12 @@ pub enum Ev {
     Complete { call: u32 },
     /// A caller's deadline.
     Deadline { call: u32 },
+    /// The client's event loop sees a finished call's response.
+    Seen { call: u32 },
+    /// A call's new connection is set up: it goes to the upstream.
+    Connected { call: u32 },
+    /// A client that joins late starts its callers.
+    Join { client: u16 },
     /// The scenario's change number `index`.
     Change { index: u32 },
     /// Record the limiters' state.

@@ -74,6 +74,18 @@ impl Service {
     }
 }
 
+/// What a real HTTP client on a real machine adds to the idealised world, measured on the
+/// project's local upstream (ADR 0113): the first call on each new connection pays for its
+/// setup, and the client's event loop delays when a response is seen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Realism {
+    /// Extra latency of the first call on each new connection (a client opens one whenever
+    /// its calls in flight exceed the connections it has).
+    pub connect_ns: f64,
+    /// Mean of an exponential delay added to every observed latency (event-loop lag).
+    pub lag_ns: f64,
+}
+
 /// Streaming calls: the response starts at the first token and the call holds its slot
 /// until the stream ends.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -139,6 +151,12 @@ pub struct Scenario {
     pub streaming: Option<Streaming>,
     /// Calls already waiting in the upstream's FIFO at t = 0 (someone else's backlog).
     pub initial_backlog: u32,
+    /// Client c starts its load at c × this (0: all at once).
+    pub join_every_ns: u64,
+    /// What a real client adds (`Realism`); `None`: the idealised world.
+    pub realism: Option<Realism>,
+    /// `initialLimit` of the clients' limiters (`None`: the default).
+    pub initial_limit: Option<u32>,
     pub changes: Vec<(u64, Change)>,
     pub measure: Measure,
 }
@@ -161,6 +179,9 @@ fn common(name: &'static str, about: &'static str, secs: f64, measure: Measure) 
         timeout_ns: 500 * MS,
         streaming: None,
         initial_backlog: 0,
+        join_every_ns: 0,
+        realism: None,
+        initial_limit: None,
         changes: Vec::new(),
         measure,
     }
@@ -275,6 +296,58 @@ pub fn all() -> Vec<Scenario> {
     sc.clients = 10;
     sc.load = Load::Closed { callers: 40 };
     v.push(sc);
+
+    // The fleet at other sizes, and joining one by one (reported, no goal).
+    for (name, about, clients, callers, join) in [
+        ("fleet-3", "3 clients x 40 callers, one upstream C=100", 3, 40, 0.0),
+        ("fleet-30", "30 clients x 40 callers, one upstream C=100", 30, 40, 0.0),
+        ("fleet-join", "10 clients x 40 callers joining 60s apart, C=100", 10, 40, 60.0),
+    ] {
+        let mut sc = common(name, about, 900.0, Measure::Fleet);
+        sc.servers = 100;
+        sc.clients = clients;
+        sc.load = Load::Closed { callers };
+        sc.join_every_ns = s(join);
+        v.push(sc);
+    }
+
+    // A small real upstream as the Node tests drive it: C=8, 100 ms, 40 callers, with the
+    // connection setup and event-loop lag a real client adds; from the default limit and from
+    // far above (60), and halving at 30 s.
+    for (name, about, initial, halves) in [
+        ("real-small", "C=8, S=100ms fixed, N=40, cold connections + loop lag", 20, false),
+        ("real-from-above", "the same from a limit of 60", 60, false),
+        ("real-halves", "the same, C=16 -> 8 at 30s", 20, true),
+    ] {
+        let since = if halves { 30.0 } else { 0.0 };
+        let mut sc = common(
+            name,
+            about,
+            60.0,
+            Measure::Steady {
+                since,
+                from: 50.0,
+                to: 60.0,
+            },
+        );
+        sc.servers = if halves { 16 } else { 8 };
+        sc.service = Service {
+            median_ns: 100.0 * MS as f64,
+            sigma: 0.02,
+            bimodal: None,
+        };
+        sc.load = Load::Closed { callers: 40 };
+        sc.timeout_ns = u64::MAX;
+        sc.initial_limit = Some(initial);
+        sc.realism = Some(Realism {
+            connect_ns: 40.0 * MS as f64,
+            lag_ns: 2.0 * MS as f64,
+        });
+        if halves {
+            sc.changes = vec![(s(30.0), Change::Servers(8))];
+        }
+        v.push(sc);
+    }
 
     // REFERENCE.md failure modes, each on the common world.
     let mut sc = common(

@@ -47,6 +47,8 @@ struct Client {
     busy: Vec<bool>,
     breaker: Breaker,
     rule: BreakerRule,
+    /// Connections opened so far (`Realism`): one more whenever inflight exceeds them.
+    connections: u32,
 }
 
 struct Upstream {
@@ -83,7 +85,8 @@ impl<'a> World<'a> {
         let mut rng = SplitMix64::new(seed);
         let clients = (0..sc.clients)
             .map(|_| Client {
-                limiter: row.build(rng.next_u64()),
+                limiter: row.build(rng.next_u64(), sc.initial_limit),
+                connections: 0,
                 waiters: VecDeque::new(),
                 load: Load::Closed { callers: 0 },
                 arrival_gen: 0,
@@ -125,7 +128,14 @@ impl<'a> World<'a> {
             self.dispatch(id);
         }
         for c in 0..self.clients.len() {
-            self.set_load(c, self.sc.load);
+            if self.sc.join_every_ns == 0 || c == 0 {
+                self.set_load(c, self.sc.load);
+            } else {
+                self.q.push(
+                    c as u64 * self.sc.join_every_ns,
+                    Ev::Join { client: c as u16 },
+                );
+            }
         }
         for (i, (t, _)) in self.sc.changes.iter().enumerate() {
             self.q.push(*t, Ev::Change { index: i as u32 });
@@ -143,6 +153,17 @@ impl<'a> World<'a> {
                 Ev::FirstToken { call } => self.first_token(call),
                 Ev::Complete { call } => self.complete(call),
                 Ev::Deadline { call } => self.deadline(call),
+                Ev::Seen { call } => {
+                    if self.calls[call as usize].state == State::Running {
+                        self.settle(call, self.calls[call as usize].outcome)
+                    }
+                }
+                Ev::Connected { call } => {
+                    if self.calls[call as usize].state == State::Running {
+                        self.dispatch(call)
+                    }
+                }
+                Ev::Join { client } => self.set_load(client as usize, self.sc.load),
                 Ev::Change { index } => self.change(self.sc.changes[index as usize].1),
                 Ev::Tick => self.tick(),
             }
@@ -282,6 +303,20 @@ impl<'a> World<'a> {
         call.state = State::Running;
         call.permit = permit;
         call.admitted = self.now;
+        let c = call.client as usize;
+        if let Some(r) = self.sc.realism {
+            // A call beyond the client's open connections opens one: it reaches the upstream
+            // only after the setup.
+            let (_, inflight, _) = self.clients[c].limiter.snapshot(self.now);
+            if inflight > self.clients[c].connections {
+                self.clients[c].connections = inflight;
+                self.q.push(
+                    self.now + r.connect_ns as u64,
+                    Ev::Connected { call: id },
+                );
+                return;
+            }
+        }
         self.dispatch(id);
     }
 
@@ -462,7 +497,14 @@ impl<'a> World<'a> {
         self.pump_upstream();
         let call = self.calls[id as usize];
         if !call.background && call.state == State::Running {
-            self.settle(id, call.outcome);
+            match self.sc.realism {
+                // The client's event loop sees the response a little later.
+                Some(r) if r.lag_ns > 0.0 => {
+                    let lag = exponential(&mut self.rng, SEC as f64 / r.lag_ns) * SEC as f64;
+                    self.q.push(self.now + lag as u64, Ev::Seen { call: id });
+                }
+                _ => self.settle(id, call.outcome),
+            }
         }
     }
 

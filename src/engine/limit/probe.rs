@@ -20,7 +20,7 @@ use crate::engine::Nanos;
 /// probe durations, so that a slow upstream is not probed for a larger share of the time.
 /// Ours, a guess: about 4 % of the time held low. ADR 0113 has half and twice.
 pub const INTERVAL_OVER_PROBE: f64 = 25.0;
-/// The most calls a probe times (it admits two rounds at its level, at least 8). Ours: a p90 of
+/// The most calls a probe times (it admits three rounds at its level, at least 8). Ours: a p90 of
 /// 8 swung ±15 % between probes of one steady upstream in the simulator, of 32 ±7 %. A guess;
 /// ADR 0113 has 16 and 64.
 pub const PROBE_SAMPLES: usize = 32;
@@ -211,7 +211,7 @@ impl Probe {
                     self.state = State::Measuring {
                         drained: now,
                         until: now + bound(MEASURE_LATENCIES, latency_ns),
-                        want: (2 * level as usize).clamp(8, PROBE_SAMPLES) as u8,
+                        want: (3 * level as usize).clamp(8, PROBE_SAMPLES) as u8,
                         started: 0,
                     };
                 } else if now >= until {

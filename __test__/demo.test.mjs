@@ -63,3 +63,25 @@ test('demo: --help prints the flags; a bad flag value exits 2 with the reason', 
   assert.equal(bad.code, 2)
   assert.match(bad.stderr, /--capacity must be an integer/)
 })
+
+// The demo's own story, at its defaults: the upstream serves 20 at once, from a third of the
+// run only 10. In the degraded phase's steady state the limit must hold the upstream near its
+// capacity (what the chart shows): the mean limit within 2 x the capacity, calls waiting
+// inside the upstream no more than the capacity, upstream p90 within 2 x the healthy one.
+test('demo: at its defaults the degraded phase is held near the capacity', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'resilix-demo-'))
+  try {
+    const out = join(dir, 'run.svg')
+    const r = await run(['--out', out], {}, 120_000)
+    assert.equal(r.code, 0, r.stderr)
+    const { summary } = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8'))
+    const healthy = summary.find((s) => s.phase === 'healthy')
+    const degraded = summary.find((s) => s.phase === 'degraded')
+    t.diagnostic(JSON.stringify(summary))
+    assert.ok(degraded.limit <= 2 * degraded.capacity, `mean limit ${degraded.limit} > 2 x ${degraded.capacity}`)
+    assert.ok(degraded.upstreamWaiting <= degraded.capacity, `${degraded.upstreamWaiting} waiting in the upstream > ${degraded.capacity}`)
+    assert.ok(degraded.p90UpstreamMs <= 2 * healthy.p90UpstreamMs, `upstream p90 ${degraded.p90UpstreamMs} ms > 2 x ${healthy.p90UpstreamMs} ms`)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -12,7 +12,7 @@ import { interceptor } from 'resilix/undici'
 // /report is a large body, anything else a small JSON document.
 const server = http.createServer((req, res) => {
   if (req.url === '/busy') return res.writeHead(503).end()
-  if (req.url === '/slow') return setTimeout(() => res.end('late'), 2000).unref()
+  if (req.url === '/slow') return setTimeout(() => res.end('late'), 10_000).unref()
   if (req.url === '/events') {
     res.writeHead(200, { 'content-type': 'text/event-stream' })
     let n = 0
@@ -26,8 +26,10 @@ const server = http.createServer((req, res) => {
 await new Promise((r) => server.listen(0, '127.0.0.1', r))
 const base = `http://127.0.0.1:${server.address().port}`
 
-const rx = new Resilix({ timeoutMs: 500 }) // deadline to the response headers, queue wait included
+const rx = new Resilix({ timeoutMs: 3000 }) // deadline to the response headers, queue wait included
 setGlobalDispatcher(new Agent().compose(interceptor(rx, { bodyTimeoutMs: 1000 })))
+// A dispatcher of its own for calls with a tighter deadline (same rx: same key, same limit).
+const tight = new Agent().compose(interceptor(rx, { timeoutMs: 1000 }))
 
 // Plain fetch from here on.
 const results = await Promise.all(Array.from({ length: 10 }, (_, i) => fetch(`${base}/items/${i}`).then((r) => r.json())))
@@ -38,19 +40,19 @@ console.log(`/busy: HTTP ${busy.status}, a response as always (resilix counts it
 await busy.body?.cancel()
 
 try {
-  await fetch(`${base}/slow`)
+  await fetch(`${base}/slow`, { dispatcher: tight })
 } catch (err) {
   if (isTimeoutError(err.cause)) console.log(`/slow: timed out after ${err.cause.timeoutMs} ms (fetch's TypeError, cause TimeoutError)`)
   else throw err
 }
 
-// A stream holds its slot for as long as it is read, past the 500 ms deadline.
-const stream = await fetch(`${base}/events`)
+// A stream holds its slot for as long as it is read, past the 1 s deadline.
+const stream = await fetch(`${base}/events`, { dispatcher: tight })
 const reader = stream.body.getReader()
 let tokens = 0
 const started = Date.now()
-while (Date.now() - started < 700) tokens += new TextDecoder().decode((await reader.read()).value).split('\n\n').length - 1
-console.log(`/events: ${tokens} tokens in 700 ms, slots in flight while streaming: ${rx.stats(base).inflight}`)
+while (Date.now() - started < 1500) tokens += new TextDecoder().decode((await reader.read()).value).split('\n\n').length - 1
+console.log(`/events: ${tokens} tokens in 1.5 s, slots in flight while streaming: ${rx.stats(base).inflight}`)
 await reader.cancel()
 
 // A body nobody reads is aborted once it has delivered nothing for bodyTimeoutMs.

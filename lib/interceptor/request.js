@@ -112,7 +112,14 @@ class ResilientRequest {
     }
     if (this.state === DONE) return // aborted inside onRequestStart
     this.wait = new AbortController()
-    this.s.rx.acquire(this.key, { timeoutMs: this.s.timeoutMs, signal: this.wait.signal }).then(
+    let waiting
+    try {
+      waiting = this.s.rx.acquire(this.key, { timeoutMs: this.s.timeoutMs, signal: this.wait.signal })
+    } catch (err) {
+      this.refused(err) // acquire answers with a rejected promise; a throw is treated alike
+      return
+    }
+    waiting.then(
       (permit) => this.granted(permit),
       (err) => this.refused(err),
     )

@@ -3,8 +3,9 @@
 // busy machine slows them down without failing them.
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { once } from 'node:events'
 import { after, before, test } from 'node:test'
-import { Agent, Pool, request } from 'undici'
+import { Agent, Pool, request, upgrade } from 'undici'
 import { Resilix, RejectedError, isRejectedError, isTimeoutError } from 'resilix'
 import { interceptor } from 'resilix/undici'
 import { startUpstream, until } from './fixtures/http-upstream.mjs'
@@ -158,6 +159,20 @@ test('a small body never read frees its slot at once: it completes in the buffer
   await until(() => stats(rx).inflight === 0, 2000, 'the completed body to free the slot')
   assert.equal(stats(rx).verdicts.success, 1)
   res.body.resume()
+  await agent.close()
+})
+
+test('an upgrade frees its slot when the connection is handed over (101 is a success)', async () => {
+  const rx = fixed(4)
+  const agent = through(rx)
+  const { socket, headers } = await upgrade(up.url('/echo'), { dispatcher: agent, protocol: 'echo' })
+  assert.equal(headers.upgrade, 'echo')
+  assert.equal(stats(rx).inflight, 0)
+  assert.equal(stats(rx).verdicts.success, 1)
+  socket.write('ping')
+  const [echo] = await once(socket, 'data')
+  assert.equal(String(echo), 'ping')
+  socket.destroy()
   await agent.close()
 })
 

@@ -261,6 +261,20 @@ test('refusals reach the caller as the same RejectedError: limit, breaker', asyn
   await Promise.all([agent.close(), agent2.close()])
 })
 
+test('a dispatcher destroyed by its owner is no observation: requests in flight and waiting get undici\'s error, no failure counted', async () => {
+  const rx = fixed(1)
+  const agent = through(rx)
+  const first = await request(up.url('/sse'), { dispatcher: agent })
+  first.body.on('error', () => {})
+  const waiting = request(up.url('/ok'), { dispatcher: agent })
+  await until(() => stats(rx).queued === 1, 2000, 'the second request to queue')
+  await agent.destroy()
+  await assert.rejects(waiting, (err) => err.code === 'UND_ERR_DESTROYED')
+  await until(() => stats(rx).inflight === 0, 5000, 'both slots to be freed')
+  assert.equal(stats(rx).verdicts.failure, 0)
+  assert.equal(stats(rx).verdicts.rejected, 2)
+})
+
 test('key: a string or a function overrides the origin; a Pool without one is refused with a clear error', async () => {
   const rx = fixed(4)
   const byPath = through(rx, { key: (opts) => `route:${opts.path.split('/')[1]}` })

@@ -19,6 +19,10 @@ const DONE = 3 // the caller has had its last callback
 
 const now = () => performance.now()
 
+// undici's errors that say nothing about the upstream: bad request options, and a dispatcher
+// closed or destroyed by its owner. No observation (ADR 0800).
+const LOCAL_ERRORS = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED'])
+
 class Controller {
   constructor(req) {
     this._req = req
@@ -49,13 +53,13 @@ class Controller {
 
   pause() {
     this._paused = true
-    this._req.down?.pause()
+    if (this._req.state !== DONE) this._req.down?.pause()
   }
 
   resume() {
     if (!this._paused) return
     this._paused = false
-    this._req.down?.resume()
+    if (this._req.state !== DONE) this._req.down?.resume()
   }
 
   abort(reason) {
@@ -219,8 +223,7 @@ class ResilientRequest {
     this.clearTimer()
     let verdict = this.endVerdict
     if (verdict === undefined) {
-      // undici refuses bad request options before connecting: the caller's mistake, not the upstream's.
-      if (this.down === null && err !== null && typeof err === 'object' && err.code === 'UND_ERR_INVALID_ARG') verdict = 'rejected'
+      if (err !== null && typeof err === 'object' && LOCAL_ERRORS.has(err.code)) verdict = 'rejected'
       else verdict = this.errorVerdict(err)
       if (this.classifyError !== undefined) err = this.classifyError
     }

@@ -63,13 +63,13 @@ test('fetch: a refusal is the cause of fetch\'s TypeError, and the upstream is n
 
 test('fetch: SSE holds its slot for the whole stream, past timeoutMs; cancelling the reader frees it', async () => {
   const rx = fixed(4)
-  protect(rx, { timeoutMs: 200 })
+  protect(rx, { timeoutMs: 400 })
   const res = await fetch(up.url('/sse'))
   const reader = res.body.getReader()
   const decoder = new TextDecoder()
   let text = ''
   const t0 = performance.now()
-  while (performance.now() - t0 < 500 || !text.includes('data: 5')) {
+  while (performance.now() - t0 < 1000 || !text.includes('data: 5')) {
     const { value } = await reader.read()
     text += decoder.decode(value)
     assert.equal(rx.stats(up.origin).inflight, 1)
@@ -82,7 +82,7 @@ test('fetch: SSE holds its slot for the whole stream, past timeoutMs; cancelling
 
 test('fetch: a body never read frees its slot after bodyTimeoutMs', async () => {
   const rx = fixed(4)
-  protect(rx, { bodyTimeoutMs: 300 })
+  protect(rx, { bodyTimeoutMs: 1000 })
   const res = await fetch(up.url('/endless'))
   assert.equal(res.status, 200)
   assert.equal(rx.stats(up.origin).inflight, 1)

@@ -1,8 +1,8 @@
 // resilix: adaptive concurrency limiting, circuit breaking, bulkheads and timeouts, per upstream.
-// This file is the typed reference; every default states its provenance (spec §6).
+// This file is the typed reference; every default states where it comes from.
 
 /**
- * How a settled call is classified (spec §8):
+ * How a settled call is classified:
  * - `success`: resolved with no status or a 1xx–3xx status. A latency sample; a breaker success.
  * - `failure`: a 5xx status or a thrown error. A sample that must not read as health; a breaker failure.
  * - `overload`: status 429 or 503. A strong reduce signal for the limiter; not a breaker failure.
@@ -15,7 +15,7 @@ export type Verdict = 'success' | 'failure' | 'overload' | 'answered' | 'timeout
 /** Why one of resilix's own policies refused a call. */
 export type RejectReason = 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry'
 
-/** The limit algorithm (spec §4). */
+/** The limit algorithm: `'vegas'`, `'gradient2'`, `'aimd'`, or `'fixed'` (the limit stays at `initialLimit`). */
 export type Algorithm = 'vegas' | 'gradient2' | 'aimd' | 'fixed'
 
 export type BreakerState = 'closed' | 'open' | 'half-open'
@@ -92,8 +92,8 @@ export interface BulkheadOptions {
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown }
 
 export interface ResilixOptions {
-  /** `false` turns the adaptive limiter (and its queue) off. */
-  limiter?: false
+  /** `false` turns the adaptive limiter (and its queue) off. Default `true`: on. */
+  limiter?: boolean
   /** The limit algorithm. Default `'vegas'`: Uber and Netflix both chose it for this problem. */
   algorithm?: Algorithm
   /** The limit a key starts with. Default 20 (Netflix VegasLimit/Gradient2Limit). */
@@ -126,10 +126,10 @@ export interface ResilixOptions {
   updateIntervalMs?: number
   /** AIMD's multiplicative decrease. Range (0, 1). Default 0.9 (Netflix AIMDLimit). */
   backoffRatio?: number
-  /** Queue instead of reject (spec §7); `false` rejects at the limit with reason `'limit'`. Default `{ initialFactor: 2, maxFactor: 3 }`. */
-  queue?: QueueOptions | false
-  /** Circuit breaker settings; `false` turns it off. Default on, with the defaults of `BreakerOptions`. */
-  breaker?: BreakerOptions | false
+  /** Calls over the limit wait in a queue bounded by factors of the limit; `false` refuses them at once with reason `'limit'`. `true`: the defaults. Default `{ initialFactor: 2, maxFactor: 3 }`. */
+  queue?: QueueOptions | boolean
+  /** Circuit breaker settings; `false` turns it off, `true` keeps the defaults. Default on, with the defaults of `BreakerOptions`. */
+  breaker?: BreakerOptions | boolean
   /** A fixed concurrency cap per key, no queue. Default off. */
   bulkhead?: BulkheadOptions | false
   /** Default per-call deadline in ms, counted from `execute()` (queue wait included). Default `false`: none. */
@@ -139,7 +139,7 @@ export interface ResilixOptions {
    * A throw or an unknown verdict rejects the call with that error (accounting stays exact).
    */
   classify?: (outcome: Outcome) => Verdict | undefined
-  /** Most keys alive at once; the least recently used idle key is evicted past it. Default 1000 (DESIGN.md). */
+  /** Most keys alive at once; the least recently used idle key is evicted past it. Default 1000 (ours, a guess: about 2 MB of engine state at about 1.9 KB per key). */
   maxKeys?: number
   /** Longest key in UTF-8 bytes; longer keys are refused with a RangeError. Default 512 (ours; a host name is at most 253). */
   maxKeyLength?: number
@@ -184,7 +184,11 @@ export interface Permit {
   release(verdict?: Verdict): void
 }
 
-export interface Disposable {
+/**
+ * An event subscription. `dispose()` ends it (a second call does nothing); it is also
+ * `Disposable`, so `using sub = rx.onReject(listener)` ends it with the block.
+ */
+export interface Subscription extends Disposable {
   dispose(): void
 }
 
@@ -204,11 +208,31 @@ export interface RejectEvent {
 }
 
 export declare class Resilix {
-  /** Throws TypeError / RangeError naming the option on bad options. */
+  /**
+   * @throws {TypeError} an option of the wrong type, or an unknown option; the message names it.
+   * @throws {RangeError} a number out of its range; the message names the option and the range.
+   */
   constructor(options?: ResilixOptions)
-  /** Runs `fn` under the key's policies: breaker → limiter (+ queue) → bulkhead → timeout. */
+  /**
+   * Runs `fn` under the key's policies: breaker → limiter (+ queue) → bulkhead → timeout.
+   * Resolves or rejects with exactly what `fn` did. Never throws synchronously: every failure
+   * below is a rejected promise.
+   * @throws {RejectedError} one of resilix's own policies refused the call (`reason`); `fn` never ran.
+   * @throws {TimeoutError} the deadline passed (`queued`: while the call waited, `fn` never ran).
+   * @throws the caller's `signal.reason` when that signal aborted.
+   * @throws {TypeError} `fn` is not a function, an option has the wrong type or is unknown, or the key is not a string.
+   * @throws {RangeError} `timeoutMs` out of range, or a key longer than `maxKeyLength`.
+   */
   execute<T>(fn: (ctx: CallContext) => T | PromiseLike<T>, options?: ExecuteOptions): Promise<T>
-  /** Low level: waits for a permit for callers that cannot wrap a function. */
+  /**
+   * Low level: waits for a permit for callers that cannot wrap a function. Release it exactly
+   * once with `permit.release(verdict)`. Never throws synchronously.
+   * @throws {RejectedError} one of resilix's own policies refused the permit (`reason`).
+   * @throws {TimeoutError} `timeoutMs` passed while waiting (`queued` is true).
+   * @throws the caller's `signal.reason` when that signal aborted.
+   * @throws {TypeError} an option has the wrong type or is unknown, or the key is not a string.
+   * @throws {RangeError} `timeoutMs` out of range, or a key longer than `maxKeyLength`.
+   */
   acquire(key?: string, options?: AcquireOptions): Promise<Permit>
   /** One key's state; undefined when the key is not in the registry. */
   stats(key: string): KeyStats | undefined
@@ -216,13 +240,18 @@ export declare class Resilix {
   stats(): Record<string, KeyStats>
   /** Keys alive in the registry now, most recently used first. */
   keys(): string[]
-  onLimitChange(listener: (event: LimitChangeEvent) => void): Disposable
-  onBreakerStateChange(listener: (event: BreakerStateChangeEvent) => void): Disposable
-  onReject(listener: (event: RejectEvent) => void): Disposable
+  /** Subscribes to limit changes. @throws {TypeError} when `listener` is not a function. */
+  onLimitChange(listener: (event: LimitChangeEvent) => void): Subscription
+  /** Subscribes to breaker state changes. @throws {TypeError} when `listener` is not a function. */
+  onBreakerStateChange(listener: (event: BreakerStateChangeEvent) => void): Subscription
+  /** Subscribes to refusals by resilix's own policies. @throws {TypeError} when `listener` is not a function. */
+  onReject(listener: (event: RejectEvent) => void): Subscription
 }
 
 /** Refused by one of resilix's own policies; the upstream was never called. */
 export declare class RejectedError extends Error {
+  /** @throws {TypeError} when `reason` is not a `RejectReason` or `key` not a string. */
+  constructor(reason: RejectReason, key: string)
   readonly name: 'RejectedError'
   readonly reason: RejectReason
   readonly key: string
@@ -230,6 +259,8 @@ export declare class RejectedError extends Error {
 
 /** The call's deadline passed. */
 export declare class TimeoutError extends Error {
+  /** @throws {TypeError} when `key` is not a string, `timeoutMs` not a number above 0, or `queued` not a boolean. */
+  constructor(key: string, timeoutMs: number, queued?: boolean)
   readonly name: 'TimeoutError'
   readonly key: string
   readonly timeoutMs: number

@@ -9,7 +9,7 @@ const {
 } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError } = require('./lib/errors')
 const V = require('./lib/verdicts')
-const { normalize, timeoutOption, describe } = require('./lib/options')
+const { normalize, timeoutOption, describe, unknownExecuteOption, unknownAcquireOption } = require('./lib/options')
 const { Deadlines } = require('./lib/deadlines')
 const { Call, GuardedCall, WAITING, RUNNING, DONE } = require('./lib/call')
 const { Permit } = require('./lib/permit')
@@ -63,6 +63,8 @@ class Resilix {
       if (opts === null || typeof opts !== 'object') {
         return Promise.reject(new TypeError(`resilix: execute options must be an object, got ${describe(opts)}`))
       }
+      const unknown = unknownExecuteOption(opts)
+      if (unknown !== undefined) return Promise.reject(new TypeError(`resilix: unknown execute option ${unknown} (execute takes key, timeoutMs, signal)`))
       if (opts.key !== undefined) key = opts.key
       if (opts.timeoutMs !== undefined) {
         try {
@@ -115,6 +117,8 @@ class Resilix {
       if (opts === null || typeof opts !== 'object') {
         return Promise.reject(new TypeError(`resilix: acquire options must be an object, got ${describe(opts)}`))
       }
+      const unknown = unknownAcquireOption(opts)
+      if (unknown !== undefined) return Promise.reject(new TypeError(`resilix: unknown acquire option ${unknown} (acquire takes timeoutMs, signal)`))
       try {
         timeoutMs = timeoutOption('timeoutMs', opts.timeoutMs)
       } catch (err) {
@@ -219,7 +223,7 @@ class Resilix {
   }
 
   /** `budgetMs`: the call's deadline, so that the engine refuses at once a call that could not
-   * leave the queue in time (spec §7) rather than let it time out waiting. */
+   * leave the queue in time rather than let it time out waiting (ADR 0110). */
   _acquire(ks, budgetMs) {
     let p = budgetMs === undefined ? native.acquire(ks.handle) : native.acquireWithin(ks.handle, budgetMs)
     if (p === STALE_HANDLE) {

@@ -40,7 +40,7 @@ const bad = [
   [{ maxKeys: 0 }, RangeError, 'maxKeys must be an integer from 1 to 100000'],
   [{ limiter: true, }, null, null],
   [{ limiter: false, algorithm: 'vegas' }, TypeError, 'algorithm has no effect with limiter: false'],
-  [{ limiter: {} }, TypeError, 'option limiter must be false or omitted'],
+  [{ limiter: {} }, TypeError, 'option limiter must be a boolean'],
 ]
 
 for (const [opts, cls, text] of bad) {

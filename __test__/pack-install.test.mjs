@@ -4,7 +4,7 @@
 // (ESM and CommonJS flavours) against the installed typings.
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -25,7 +25,7 @@ const skip = !target
     : false
 
 // The npm that runs `npm test` (npm_execpath), else npm on PATH.
-function npm(args, cwd) {
+function npm(args, cwd, withStderr = false) {
   const viaNode = process.env.npm_execpath && process.env.npm_execpath.endsWith('.js')
   const r = spawnSync(viaNode ? process.execPath : 'npm', viaNode ? [process.env.npm_execpath, ...args] : args, {
     cwd,
@@ -33,7 +33,7 @@ function npm(args, cwd) {
     shell: !viaNode && process.platform === 'win32',
   })
   assert.equal(r.status, 0, `npm ${args.join(' ')} failed:\n${r.stdout}\n${r.stderr}`)
-  return r.stdout
+  return withStderr ? r.stdout + r.stderr : r.stdout
 }
 
 const CJS = `
@@ -66,9 +66,32 @@ assert.equal(v, 1)
 console.log(JSON.stringify({ v }))
 `
 
+// The interceptor from the installed package: ESM and CommonJS are one module; fetch through it.
+const INTERCEPTOR = `
+import http from 'node:http'
+import { createRequire } from 'node:module'
+import { Agent } from 'undici'
+import { Resilix } from 'resilix'
+import { interceptor } from 'resilix/undici'
+const server = http.createServer((req, res) => res.end('ok'))
+await new Promise((r) => server.listen(0, '127.0.0.1', r))
+const origin = 'http://127.0.0.1:' + server.address().port
+const rx = new Resilix()
+const agent = new Agent().compose(interceptor(rx))
+const res = await fetch(origin + '/', { dispatcher: agent })
+const body = await res.text()
+const s = rx.stats(origin)
+console.log(JSON.stringify({ status: res.status, body, inflight: s.inflight, success: s.verdicts.success,
+  cjsSame: createRequire(import.meta.url)('resilix/undici').interceptor === interceptor }))
+await agent.close()
+server.close()
+`
+
 // Strict TypeScript, ESM flavour. The @ts-expect-error lines fail the check if the typings are `any`.
 const MTS = `
 import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError } from 'resilix'
+import { interceptor } from 'resilix/undici'
+import { Agent } from 'undici'
 
 const r = new Resilix()
 const n: number = await r.execute(async (ctx) => 1, { key: 'k' })
@@ -82,7 +105,10 @@ function classify(err: unknown): string {
 }
 // @ts-expect-error Resilix is a class: calling it without new is a type error
 Resilix()
-export { n, s, classify }
+const agent = new Agent().compose(interceptor(r, { key: (o) => String(o.origin), bodyTimeoutMs: 30_000 }))
+// @ts-expect-error unknown interceptor option
+interceptor(r, { bodyTimeout: 5 })
+export { n, s, classify, agent }
 `
 
 // Strict TypeScript, CommonJS flavour (import = require).
@@ -103,7 +129,9 @@ test('pack:local tarballs install offline into an empty project and work from CJ
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'pack-install-check', private: true }))
     // --offline: the two tarballs are all it needs. The other platforms' optional packages are not in
     // the cache and are skipped, as npm skips them on a real install for not matching os/cpu/libc.
-    npm(['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', ...tarballs], dir)
+    // No --ignore-scripts: npm must find no install script to run or to list for approval.
+    const installed_ = npm(['install', '--offline', '--no-audit', '--no-fund', '--loglevel', 'warn', ...tarballs], dir, true)
+    assert.doesNotMatch(installed_, /install-scripts|install script|prepare|postinstall/i, installed_)
 
     const installed = JSON.parse(readFileSync(join(dir, 'node_modules/resilix/package.json'), 'utf8'))
     assert.equal(installed.version, pkg.version)
@@ -113,6 +141,12 @@ test('pack:local tarballs install offline into an empty project and work from CJ
       'every platform package, at the package version',
     )
     assert.ok(existsSync(join(dir, 'node_modules', target.packageName, binaryFile)))
+
+    // resilix/undici with the user's own undici (an optional peer: borrowed from this repository).
+    cpSync(join(root, 'node_modules/undici'), join(dir, 'node_modules/undici'), { recursive: true })
+    writeFileSync(join(dir, 'interceptor.mjs'), INTERCEPTOR)
+    const viaInterceptor = JSON.parse(execFileSync(process.execPath, ['interceptor.mjs'], { cwd: dir, encoding: 'utf8' }))
+    assert.deepEqual(viaInterceptor, { status: 200, body: 'ok', inflight: 0, success: 1, cjsSame: true })
 
     writeFileSync(join(dir, 'check.cjs'), CJS)
     writeFileSync(join(dir, 'check.mjs'), ESM)

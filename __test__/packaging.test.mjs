@@ -32,7 +32,7 @@ test('npm/ holds one package per napi target, at the package version, with match
 })
 
 test('the main package ships its entry points and loader, not Rust sources or binaries', () => {
-  for (const f of ['index.js', 'index.mjs', 'index.d.ts', 'native.js', 'lib/']) assert.ok(pkg.files.includes(f), f)
+  for (const f of ['index.js', 'index.mjs', 'index.d.ts', 'undici.js', 'undici.mjs', 'undici.d.ts', 'native.js', 'lib/']) assert.ok(pkg.files.includes(f), f)
   assert.ok(!pkg.files.some((f) => /\.node$|^src|^npm|^target/.test(f)))
 })
 
@@ -88,4 +88,49 @@ test('npm scripts run under the Node that runs npm: no aliased runtime links nod
   for (const alias of ['node22', 'node24']) {
     assert.ok(!execPath.startsWith(join(root, 'node_modules', alias)), `npm scripts run the ${alias} alias's Node: ${execPath}`)
   }
+})
+
+// What npm users get: the staged package (scripts/stage-package.mjs, what the release publishes),
+// packed by npm, its package.json read back from the tarball itself.
+test('the published tarball: a clean manifest (no scripts, no devDependencies) with repository links, resilix/undici exported', { timeout: 120_000 }, async () => {
+  const { stagePackage } = await import('../scripts/stage-package.mjs')
+  const dir = mkdtempSync(join(tmpdir(), 'resilix-stage-'))
+  try {
+    const staged = stagePackage(join(dir, 'package'), { platformDeps: true })
+    const viaNode = process.env.npm_execpath && process.env.npm_execpath.endsWith('.js')
+    const r = spawnSync(
+      viaNode ? process.execPath : 'npm',
+      [...(viaNode ? [process.env.npm_execpath] : []), 'pack', '--json', '--pack-destination', dir],
+      { cwd: staged, encoding: 'utf8', shell: !viaNode && process.platform === 'win32' },
+    )
+    assert.equal(r.status, 0, r.stderr)
+    const [{ filename, files }] = JSON.parse(r.stdout)
+    execFileSync('tar', ['-xzf', join(dir, filename), '-C', dir, 'package/package.json'])
+    const m = readJson(join(dir, 'package', 'package.json'))
+
+    assert.equal(m.scripts, undefined, 'no scripts: npm would list prepare/install ones as install scripts')
+    assert.equal(m.devDependencies, undefined)
+    assert.equal(m.repository.url, 'git+https://github.com/resilix/resilix.git')
+    assert.equal(m.homepage, 'https://github.com/resilix/resilix#readme')
+    assert.equal(m.bugs.url, 'https://github.com/resilix/resilix/issues')
+    assert.deepEqual(m.peerDependencies, { undici: '>=7.0.0' })
+    assert.deepEqual(m.peerDependenciesMeta, { undici: { optional: true } })
+    assert.equal(m.dependencies, undefined, 'nothing but the platform binaries is installed with it')
+    assert.deepEqual(Object.keys(m.optionalDependencies).sort(), SUPPORTED_TARGETS.map((t) => t.packageName).sort())
+    assert.deepEqual(m.exports['./undici'], { types: './undici.d.ts', import: './undici.mjs', require: './undici.js' })
+    for (const [k, v] of Object.entries(pkg)) {
+      if (k !== 'scripts' && k !== 'devDependencies') assert.deepEqual(m[k], v, `${k} as in package.json`)
+    }
+    const paths = files.map((f) => f.path)
+    for (const f of ['undici.js', 'undici.mjs', 'undici.d.ts', 'lib/interceptor/request.js', 'lib/interceptor/options.js']) {
+      assert.ok(paths.includes(f), `${f} is in the tarball`)
+    }
+    assert.ok(!paths.some((p) => /^(src|sim|demo|scripts|__test__|docs|npm)\//.test(p)), paths.join(', '))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('a publish from the repository root is refused: only the staged package goes out', () => {
+  assert.match(pkg.scripts.prepublishOnly, /stage-package\.mjs[\s\S]*exit 1$/)
 })

@@ -1,7 +1,7 @@
 // The README is the reference (issue 9): it must not drift from the typed surface. These checks
 // read README.md and index.d.ts as text: every option has a row in the Options table with the
-// default index.d.ts states, every verdict and every rejection reason has a row, and the README
-// still opens with the two commands.
+// default index.d.ts states, every verdict and every rejection reason has a row, the first screen
+// is for npm users, and the repository commands stay in Development.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
@@ -42,12 +42,45 @@ function documented(iface, prefix) {
   return out
 }
 
-test('README opens with the two commands', () => {
+test('README: the first screen is for npm users: npm install resilix, then execute and the interceptor side by side', () => {
   const lines = readme.split('\n')
   assert.equal(lines[0], '# resilix')
-  assert.equal(lines[2], '```sh')
-  assert.match(lines[3], /^npm install && npm run demo\s/)
-  assert.match(lines[4], /^npm test\s/)
+  const firstScreen = lines.slice(0, 45).join('\n')
+  assert.match(firstScreen, /```sh\nnpm install resilix\n```/)
+  assert.match(firstScreen, /rx\.execute\(async \(ctx\) =>[\s\S]*ctx\.mark\(\)/)
+  assert.match(firstScreen, /setGlobalDispatcher\(new Agent\(\)\.compose\(interceptor\(rx\)\)\)/)
+  assert.doesNotMatch(firstScreen, /npm run demo|cargo/, 'repository commands live in Development')
+})
+
+test('README: Development keeps the two repository commands a copy-paste away', () => {
+  const dev = section('Development')
+  assert.match(dev, /```sh\nnpm install && npm run demo\s+#[^\n]*\nnpm test\s+#[^\n]*\n```/)
+})
+
+// npm shows the README without the repository around it: a relative link to a file that is not
+// in the tarball (an ADR, a plot, BENCHMARKS.md) is dead there. Links are anchors or absolute.
+test('README links work on npm too: anchors or absolute URLs, never relative paths', () => {
+  const links = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1])
+  assert.ok(links.length > 30)
+  const relative = links.filter((l) => !l.startsWith('#') && !/^https:\/\//.test(l))
+  assert.deepEqual(relative, [])
+  const anchors = new Set(
+    [...readme.matchAll(/^#+ (.+)$/gm)].map((m) =>
+      m[1].toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-'),
+    ),
+  )
+  for (const l of links.filter((l) => l.startsWith('#'))) assert.ok(anchors.has(l.slice(1)), `anchor ${l}`)
+})
+
+test('README documents every interceptor option of undici.d.ts', () => {
+  const udts = readFileSync(join(root, 'undici.d.ts'), 'utf8')
+  const m = /export interface InterceptorOptions \{([\s\S]*?)\n\}/.exec(udts)
+  const options = [...m[1].matchAll(/\n  (\w+)\?:/g)].map((x) => x[1])
+  assert.deepEqual(options, ['key', 'timeoutMs', 'bodyTimeoutMs', 'classify'])
+  const table = new Map(rows(section('Every fetch: the undici interceptor')).map((r) => [r[0].replace(/`/g, ''), r]))
+  for (const o of options) assert.ok(table.has(o), `interceptor option ${o} has a row`)
+  assert.match(table.get('bodyTimeoutMs')[1], /60 000/)
+  assert.match(udts, /Default 60000/)
 })
 
 test('README says in bold that streams must call ctx.mark()', () => {

@@ -94,6 +94,13 @@ test('publish: only on a v* tag, after every test, via napi artifacts and pre-pu
   assert.equal(download.with.pattern, 'bindings-*')
   assert.equal(job.permissions['id-token'], 'write')
   assert.match(script, /require\('\.\/package\.json'\)\.version/, 'the tag must equal the package version')
+  // The main package goes out from the staged directory: its manifest has no scripts and no
+  // devDependencies. A publish from the repository root is refused by prepublishOnly.
+  const staged = /node scripts\/stage-package\.mjs (\S+)\n\s*npm publish \.\/(\S+) /.exec(script)
+  assert.ok(staged, 'stages the package, then publishes that directory')
+  assert.equal(staged[1], staged[2])
+  assert.ok(script.indexOf('napi pre-publish') < staged.index, 'stages after pre-publish wrote optionalDependencies')
+  assert.match(pkg.scripts.prepublishOnly, /exit 1/)
 })
 
 // `napi build --use-napi-cross` loads the @napi-rs/cross-toolchain package. It is not a

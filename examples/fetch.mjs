@@ -5,9 +5,9 @@
 import http from 'node:http'
 import { Resilix, isRejectedError, isTimeoutError } from 'resilix' // resolves to this repository (package self-reference)
 
-// A local upstream: /slow takes 2 s, /busy answers 429, /missing 404, anything else 200 JSON.
+// A local upstream: /slow takes 10 s, /busy answers 429, /missing 404, anything else 200 JSON.
 const server = http.createServer((req, res) => {
-  if (req.url === '/slow') return setTimeout(() => res.end('late'), 2000).unref()
+  if (req.url === '/slow') return setTimeout(() => res.end('late'), 10_000).unref()
   if (req.url === '/busy') return res.writeHead(429, { 'retry-after': '1' }).end()
   if (req.url === '/missing') return res.writeHead(404).end()
   res.setHeader('content-type', 'application/json')
@@ -16,7 +16,8 @@ const server = http.createServer((req, res) => {
 await new Promise((r) => server.listen(0, '127.0.0.1', r))
 const base = `http://127.0.0.1:${server.address().port}`
 
-const rx = new Resilix({ timeoutMs: 500 }) // every call: 500 ms deadline, queue wait included
+// Every call: a 2 s deadline, queue wait included (room for a busy machine; /slow still misses it).
+const rx = new Resilix({ timeoutMs: 2000 })
 
 async function get(path) {
   const url = new URL(path, base)

@@ -2,6 +2,8 @@
 // Branded error classes with type guards (cockatiel's habit): `instanceof` fails across two
 // copies of the package in one process, a brand does not.
 
+const { describe } = require('./options')
+
 const REJECTED = Symbol.for('resilix.RejectedError')
 const TIMEOUT = Symbol.for('resilix.TimeoutError')
 
@@ -13,10 +15,21 @@ const REASON_TEXT = {
   registry: 'the key registry is full of busy keys (maxKeys)',
 }
 
+// The constructors are public (users build these errors in their own tests): arguments are
+// checked, so that a wrong order or a missing key fails loudly instead of building an error
+// that reads `key: undefined`.
+function argError(signature, what, v) {
+  return new TypeError(`resilix: new ${signature}: ${what}, got ${describe(v)}`)
+}
+
 /** Refused by one of resilix's own policies; the upstream was never called. */
 class RejectedError extends Error {
   constructor(reason, key) {
-    super(`resilix: call to "${key}" rejected: ${REASON_TEXT[reason] || reason}`)
+    if (typeof reason !== 'string' || !Object.hasOwn(REASON_TEXT, reason)) {
+      throw argError('RejectedError(reason, key)', "reason must be one of 'limit', 'queue', 'bulkhead', 'breaker', 'registry'", reason)
+    }
+    if (typeof key !== 'string') throw argError('RejectedError(reason, key)', 'key must be a string', key)
+    super(`resilix: call to "${key}" rejected: ${REASON_TEXT[reason]}`)
     this.name = 'RejectedError'
     /** 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' */
     this.reason = reason
@@ -29,7 +42,11 @@ class RejectedError extends Error {
 
 /** The call's deadline (timeoutMs, counted from execute(), queue wait included) passed. */
 class TimeoutError extends Error {
-  constructor(key, timeoutMs, queued) {
+  constructor(key, timeoutMs, queued = false) {
+    const signature = 'TimeoutError(key, timeoutMs, queued = false)'
+    if (typeof key !== 'string') throw argError(signature, 'key must be a string', key)
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw argError(signature, 'timeoutMs must be a number of milliseconds above 0', timeoutMs)
+    if (typeof queued !== 'boolean') throw argError(signature, 'queued must be a boolean', queued)
     super(
       `resilix: call to "${key}" timed out after ${timeoutMs} ms` + (queued ? ' while waiting in the queue' : ''),
     )

@@ -1,8 +1,11 @@
 'use strict'
-// Subscriptions in cockatiel's shape: `on(listener)` returns `{ dispose() }`. When nobody
-// listens, the hot path pays one boolean check (`watching`) and nothing else.
+// Subscriptions in cockatiel's shape: `on(listener)` returns `{ dispose() }`, disposable with
+// `using` too (`[Symbol.dispose]`). When nobody listens, the hot path pays one boolean check
+// (`watching`) and nothing else.
 
 const TYPES = ['limit', 'breaker', 'reject']
+// Node defines Symbol.dispose from 20.4 on; before that it used Symbol.for('nodejs.dispose').
+const DISPOSE = Symbol.dispose ?? Symbol.for('nodejs.dispose')
 
 class Emitter {
   constructor() {
@@ -19,16 +22,16 @@ class Emitter {
     this.listeners[type] = [...this.listeners[type], listener]
     this.update()
     let disposed = false
-    return {
-      dispose: () => {
-        if (disposed) return
-        disposed = true
-        const list = this.listeners[type]
-        const i = list.indexOf(listener)
-        if (i >= 0) this.listeners[type] = [...list.slice(0, i), ...list.slice(i + 1)]
-        this.update()
-      },
+    const dispose = () => {
+      if (disposed) return
+      disposed = true
+      const list = this.listeners[type]
+      const i = list.indexOf(listener)
+      if (i >= 0) this.listeners[type] = [...list.slice(0, i), ...list.slice(i + 1)]
+      this.update()
     }
+    // `using sub = rx.onReject(…)` disposes it at the end of the block.
+    return { dispose, [DISPOSE]: dispose }
   }
 
   update() {

@@ -43,6 +43,21 @@ function checkKnown(obj, known, prefix) {
   }
 }
 
+/**
+ * The first key of an execute() options object that is not an execute option, or undefined.
+ * A for-in over a small literal, no allocation: a few ns on the hot path (ADR 0803).
+ */
+function unknownExecuteOption(opts) {
+  for (const k in opts) if (k !== 'key' && k !== 'timeoutMs' && k !== 'signal') return k
+  return undefined
+}
+
+/** The same for acquire(), which takes the key as its first argument. */
+function unknownAcquireOption(opts) {
+  for (const k in opts) if (k !== 'timeoutMs' && k !== 'signal') return k
+  return undefined
+}
+
 /** A deadline option: a number of ms in (0, 2^31 - 1], or false/undefined for none. */
 function timeoutOption(name, v) {
   if (v === undefined || v === false) return undefined
@@ -70,7 +85,7 @@ function normalize(options) {
       if (options[k] !== undefined) throw typeError(`option ${k} has no effect with limiter: false`)
     }
   } else if (limiter !== undefined && limiter !== true) {
-    throw typeError(`option limiter must be false or omitted (limiter settings are top-level options), got ${describe(limiter)}`)
+    throw typeError(`option limiter must be a boolean (limiter settings are top-level options), got ${describe(limiter)}`)
   }
   if (options.algorithm !== undefined) {
     if (!ALGORITHMS.includes(options.algorithm)) {
@@ -130,4 +145,4 @@ function normalize(options) {
   return { native, timeoutMs: timeoutOption('timeoutMs', options.timeoutMs), classify, seed }
 }
 
-module.exports = { normalize, timeoutOption, describe, ALGORITHMS }
+module.exports = { normalize, timeoutOption, describe, unknownExecuteOption, unknownAcquireOption, ALGORITHMS }

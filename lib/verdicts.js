@@ -1,5 +1,5 @@
 'use strict'
-// Verdicts (DESIGN.md, spec §8). The numeric codes are the binding's wire format
+// Verdicts. The numeric codes are the binding's wire format
 // (src/engine/verdict.rs); the strings are the public names.
 
 const SUCCESS = 0

@@ -8,14 +8,15 @@
 // copy, not to the committed package.json: before the platform packages exist on the registry, committed
 // entries would break `npm ci` (the lockfile cannot resolve them; see docs/adr/0400-*.md).
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { stagePackage } from './stage-package.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
-const { detectHost, targetFor, formatHost, SUPPORTED_TARGETS } = require('../lib/load-native.js')
+const { detectHost, targetFor, formatHost } = require('../lib/load-native.js')
 
 const outDir = join(root, 'dist-pack')
 const stage = join(root, '.tmp', 'pack-local')
@@ -51,17 +52,9 @@ const platformStage = join(stage, target.abi)
 cpSync(join(root, 'npm', target.abi), platformStage, { recursive: true })
 cpSync(join(root, binaryFile), join(platformStage, binaryFile))
 
-// 2. The main package: exactly the files npm would publish ("files" in package.json), plus the
+// 2. The main package: exactly what the release publishes (scripts/stage-package.mjs), with the
 //    optionalDependencies `napi pre-publish` adds.
-const mainStage = join(stage, 'main')
-const [listing] = JSON.parse(npm(['pack', '--dry-run', '--json', '--ignore-scripts'], root))
-for (const { path } of listing.files) {
-  if (path.endsWith('.node')) fail(`the main package must not ship ${path}: binaries go in npm/<abi> packages`)
-  mkdirSync(dirname(join(mainStage, path)), { recursive: true })
-  cpSync(join(root, path), join(mainStage, path))
-}
-const optionalDependencies = Object.fromEntries(SUPPORTED_TARGETS.map((t) => [t.packageName, pkg.version]))
-writeFileSync(join(mainStage, 'package.json'), JSON.stringify({ ...pkg, optionalDependencies }, null, 2) + '\n')
+const mainStage = stagePackage(join(stage, 'main'), { platformDeps: true })
 
 const tarballs = [mainStage, platformStage].map((dir) => {
   const [{ filename }] = JSON.parse(npm(['pack', '--json', '--ignore-scripts', '--pack-destination', outDir], dir))

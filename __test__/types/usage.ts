@@ -1,7 +1,7 @@
 // Type-checked by `npm test` (tsc --noEmit, strict). Each @ts-expect-error line must be an error:
 // if the typings ever accept it, tsc fails on the unused directive.
 import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError } from '../../index.js'
-import type { KeyStats, Verdict, ResilixOptions, Permit } from '../../index.js'
+import type { KeyStats, Verdict, ResilixOptions, Permit, Subscription } from '../../index.js'
 
 const rx = new Resilix({
   algorithm: 'gradient2',
@@ -48,12 +48,41 @@ async function main(): Promise<void> {
   }
   const v: Verdict = 'answered'
   console.log(n, str, limit, all, keys, v)
+
+  // A subscription is Disposable: `using` ends it with the block.
+  {
+    using sub = rx.onReject((e) => console.log(e.key, e.reason))
+    const same: Subscription = sub
+    void same
+  }
+  const handle: Disposable = rx.onLimitChange(() => {})
+  handle[Symbol.dispose]()
 }
+
+// The error constructors, as users build them in their own tests.
+const rejected: RejectedError = new RejectedError('breaker', 'api')
+const timedOut: TimeoutError = new TimeoutError('api', 300, false)
+const timedOutRunning: TimeoutError = new TimeoutError('api', 300)
+// @ts-expect-error: a reason alone is not enough (the key is required)
+new RejectedError('breaker')
+// @ts-expect-error: not a RejectReason
+new RejectedError('oops', 'api')
+// @ts-expect-error: the key comes first, then the deadline in ms
+new TimeoutError(300, 'api')
+void rejected
+void timedOut
+void timedOutRunning
+
+// @ts-expect-error: unknown execute option (a typo of timeoutMs); the runtime refuses it too
+rx.execute(() => 1, { tiemout: 5 })
+// @ts-expect-error: unknown acquire option
+rx.acquire('k', { key: 'k' })
+new Resilix({ limiter: true, queue: true, breaker: true })
 
 // @ts-expect-error: not an algorithm
 new Resilix({ algorithm: 'nope' })
-// @ts-expect-error: limiter takes only false
-new Resilix({ limiter: true })
+// @ts-expect-error: limiter takes a boolean
+new Resilix({ limiter: 'off' })
 // @ts-expect-error: bulkhead needs maxConcurrent
 new Resilix({ bulkhead: {} })
 // @ts-expect-error: unknown option

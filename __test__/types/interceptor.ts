@@ -1,0 +1,26 @@
+// Type-checked by `npm test` with usage.ts: resilix/undici's typings against undici 7's own.
+import { Agent, Pool, setGlobalDispatcher } from 'undici'
+import { Resilix } from '../../index.js'
+import { interceptor } from '../../undici.js'
+import type { InterceptorOptions, ResponseOutcome } from '../../undici.js'
+
+const rx = new Resilix({ timeoutMs: 2000 })
+setGlobalDispatcher(new Agent().compose(interceptor(rx)))
+const pool = new Pool('http://127.0.0.1:1').compose(
+  interceptor(rx, {
+    key: 'payments',
+    timeoutMs: 500,
+    bodyTimeoutMs: false,
+    classify: (o: ResponseOutcome) => (o.ok && o.value.statusCode === 404 ? 'success' : undefined),
+  }),
+)
+const byHost: InterceptorOptions = { key: (opts) => String(opts.origin) }
+new Agent().compose(interceptor(rx, byHost), interceptor(rx))
+
+// @ts-expect-error: unknown interceptor option
+interceptor(rx, { bodyTimeout: 5 })
+// @ts-expect-error: classify returns a verdict
+interceptor(rx, { classify: () => 'great' })
+// @ts-expect-error: rx is a Resilix
+interceptor({}, {})
+void pool

@@ -1,0 +1,90 @@
+'use strict'
+// The interceptor's options, checked once when it is built (TypeError / RangeError naming the
+// option, as the constructor does). Defaults and their provenance: ADR 0801.
+
+const { timeoutOption, describe } = require('../options')
+
+const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify'])
+
+/**
+ * How long a response body may go without delivering a chunk before it is aborted and its slot
+ * freed (ADR 0801): nginx's `proxy_read_timeout` default, the idle bound between two reads that
+ * most HTTP stacks already live behind. A guess for this use, not measured.
+ */
+const BODY_TIMEOUT_MS = 60_000
+
+// Normalised origins by the string undici was given (`new URL()` costs about a microsecond).
+// Bounded: cleared when full, so that invented origins cannot grow it.
+const origins = new Map()
+const MAX_ORIGINS = 1024
+
+function originKey(opts) {
+  const o = opts.origin
+  if (typeof o === 'string') {
+    let k = origins.get(o)
+    if (k === undefined) {
+      try {
+        k = new URL(o).origin
+      } catch {
+        k = o // not a URL: the dispatcher refuses it with its own error
+      }
+      if (origins.size >= MAX_ORIGINS) origins.clear()
+      origins.set(o, k)
+    }
+    return k
+  }
+  if (o !== null && typeof o === 'object' && typeof o.origin === 'string') return o.origin // a URL
+  throw new TypeError(
+    'resilix/undici: the request has no origin to key it by (a Pool or Client dispatches without one): ' +
+      "give the interceptor a key, e.g. interceptor(rx, { key: 'payments' })",
+  )
+}
+
+function isResilix(rx) {
+  return rx !== null && typeof rx === 'object' && typeof rx.acquire === 'function' && typeof rx.stats === 'function'
+}
+
+/**
+ * Validates the interceptor's arguments and returns the settings every request reads:
+ * `{ rx, keyOf, timeoutMs, bodyTimeoutMs, classify }`.
+ */
+function interceptorSettings(rx, options) {
+  if (!isResilix(rx)) {
+    throw new TypeError(`resilix/undici: interceptor(rx, options) expects a Resilix instance as rx, got ${describe(rx)}`)
+  }
+  if (options === undefined) options = {}
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`resilix/undici: interceptor options must be an object, got ${describe(options)}`)
+  }
+  for (const k of Object.keys(options)) {
+    if (!KNOWN.has(k)) throw new TypeError(`resilix/undici: unknown interceptor option ${k}`)
+  }
+
+  let keyOf = originKey
+  const key = options.key
+  if (typeof key === 'string') keyOf = () => key
+  else if (typeof key === 'function') {
+    keyOf = (opts) => {
+      const k = key(opts)
+      if (typeof k !== 'string') throw new TypeError(`resilix/undici: the key function returned ${describe(k)}; expected a string`)
+      return k
+    }
+  } else if (key !== undefined) {
+    throw new TypeError(`resilix/undici: option key must be a string or a function (dispatch options) => string, got ${describe(key)}`)
+  }
+
+  const classify = options.classify
+  if (classify !== undefined && typeof classify !== 'function') {
+    throw new TypeError(`resilix/undici: option classify must be a function, got ${describe(classify)}`)
+  }
+
+  // The instance's default deadline applies unless the interceptor sets its own, as for execute().
+  const timeoutMs =
+    options.timeoutMs !== undefined ? timeoutOption('timeoutMs', options.timeoutMs) : rx._timeoutMs
+  const bodyTimeoutMs =
+    options.bodyTimeoutMs !== undefined ? timeoutOption('bodyTimeoutMs', options.bodyTimeoutMs) : BODY_TIMEOUT_MS
+
+  return { rx, keyOf, timeoutMs, bodyTimeoutMs, classify }
+}
+
+module.exports = { interceptorSettings, BODY_TIMEOUT_MS }

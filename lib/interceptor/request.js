@@ -1,0 +1,344 @@
+'use strict'
+// One request through the interceptor (ADR 0800). It waits for a permit (`rx.acquire`), then
+// goes to the next dispatcher; the latency is marked at the response headers and the permit is
+// released when the body ends, errors or is aborted. Two faces: the caller's handler talks to
+// its `Controller`; the next dispatcher calls this object's handler methods.
+//
+// Deadlines (ADR 0801): `timeoutMs` runs from dispatch to the response headers (queue wait
+// included); after the headers, `bodyTimeoutMs` bounds the time between two body chunks, paused
+// or not, so a body nobody reads cannot hold its slot.
+
+const { TimeoutError } = require('../errors')
+const V = require('../verdicts')
+const { describe } = require('../options')
+
+const WAITING = 0 // for a permit
+const SENT = 1 // dispatched, no final response headers yet
+const BODY = 2 // final headers arrived, body flowing
+const DONE = 3 // the caller has had its last callback
+
+const now = () => performance.now()
+
+// undici's errors that say nothing about the upstream: bad request options, and a dispatcher
+// closed or destroyed by its owner. No observation (ADR 0800).
+const LOCAL_ERRORS = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_CLOSED', 'UND_ERR_DESTROYED'])
+
+class Controller {
+  constructor(req) {
+    this._req = req
+    this._paused = false
+    this._aborted = false
+    this._reason = null
+  }
+
+  get aborted() {
+    return this._aborted
+  }
+
+  get paused() {
+    return this._paused
+  }
+
+  get reason() {
+    return this._reason
+  }
+
+  get rawHeaders() {
+    return this._req.down?.rawHeaders
+  }
+
+  get rawTrailers() {
+    return this._req.down?.rawTrailers
+  }
+
+  pause() {
+    this._paused = true
+    if (this._req.state !== DONE) this._req.down?.pause()
+  }
+
+  resume() {
+    if (!this._paused) return
+    this._paused = false
+    if (this._req.state !== DONE) this._req.down?.resume()
+  }
+
+  abort(reason) {
+    if (this._aborted) return
+    this._aborted = true
+    if (reason === undefined || reason === null) {
+      reason = new Error('resilix/undici: request aborted')
+      reason.name = 'AbortError'
+    }
+    this._reason = reason
+    this._req.callerAborted(reason)
+  }
+}
+
+class ResilientRequest {
+  constructor(settings, dispatch, opts, handler) {
+    this.s = settings
+    this.dispatch = dispatch
+    this.opts = opts
+    this.handler = handler
+    this.controller = new Controller(this)
+    this.key = undefined
+    this.state = WAITING
+    this.down = null // the next dispatcher's controller, from its onRequestStart
+    this.wait = null // aborts the permit wait
+    this.permit = null
+    this.released = false
+    this.verdict = 'success' // from the final response's status
+    this.endVerdict = undefined // set when we or the caller abort: the verdict that abort settles with
+    this.endReason = undefined
+    this.timer = null
+    this.t0 = now()
+    this.lastData = 0
+    this.classifyError = undefined
+  }
+
+  start() {
+    try {
+      this.key = this.s.keyOf(this.opts)
+    } catch (err) {
+      this.state = DONE
+      deliverError(this, err)
+      return
+    }
+    // Started at once, so that the caller can abort while the request waits for a permit.
+    try {
+      this.handler.onRequestStart?.(this.controller, undefined)
+    } catch (err) {
+      if (this.state !== DONE) {
+        this.state = DONE
+        deliverError(this, err)
+      }
+      return
+    }
+    if (this.state === DONE) return // aborted inside onRequestStart
+    this.wait = new AbortController()
+    let waiting
+    try {
+      waiting = this.s.rx.acquire(this.key, { timeoutMs: this.s.timeoutMs, signal: this.wait.signal })
+    } catch (err) {
+      this.refused(err) // acquire answers with a rejected promise; a throw is treated alike
+      return
+    }
+    waiting.then(
+      (permit) => this.granted(permit),
+      (err) => this.refused(err),
+    )
+  }
+
+  granted(permit) {
+    if (this.state === DONE) {
+      permit.release('rejected') // the caller gave up as the permit came: nothing was sent
+      return
+    }
+    this.permit = permit
+    this.wait = null
+    this.state = SENT
+    if (this.s.timeoutMs !== undefined) {
+      const left = this.s.timeoutMs - (now() - this.t0)
+      this.timer = setTimeout(onTimer, Math.max(1, left), this)
+      this.timer.unref()
+    }
+    try {
+      this.dispatch(this.opts, this)
+    } catch (err) {
+      this.endVerdict = 'rejected' // refused before anything was sent
+      this.onResponseError(null, err)
+    }
+  }
+
+  refused(err) {
+    if (this.state === DONE) return // the caller aborted: it has its answer
+    this.state = DONE
+    deliverError(this, err) // RejectedError, TimeoutError (queued), or a bad key's error
+  }
+
+  // ---- the next dispatcher's handler ---------------------------------------------------------
+
+  onRequestStart(controller) {
+    this.down = controller
+    // Aborted while the request sat in the dispatcher's own queue: stop it before it is sent.
+    if (this.endReason !== undefined) controller.abort(this.endReason)
+    else if (this.controller._paused) controller.pause()
+  }
+
+  onResponseStarted() {
+    if (this.state === SENT) this.handler.onResponseStarted?.()
+  }
+
+  onRequestUpgrade(controller, statusCode, headers, socket) {
+    if (this.state !== SENT) return
+    this.clearTimer()
+    this.permit.mark()
+    this.state = DONE
+    this.settle(this.responseVerdict(statusCode, headers))
+    this.handler.onRequestUpgrade?.(this.controller, statusCode, headers, socket)
+  }
+
+  onResponseStart(controller, statusCode, headers, statusMessage) {
+    if (this.state !== SENT) return
+    if (statusCode >= 200) {
+      this.clearTimer()
+      this.permit.mark()
+      const verdict = this.responseVerdict(statusCode, headers)
+      if (this.classifyError !== undefined) {
+        this.abortWith(this.classifyError, verdict)
+        return
+      }
+      this.verdict = verdict
+      this.state = BODY
+      if (this.s.bodyTimeoutMs !== undefined) {
+        this.lastData = now()
+        this.timer = setTimeout(onTimer, this.s.bodyTimeoutMs, this)
+        this.timer.unref()
+      }
+    }
+    return this.handler.onResponseStart?.(this.controller, statusCode, headers, statusMessage)
+  }
+
+  onResponseData(controller, chunk) {
+    if (this.state !== BODY) return
+    this.lastData = now()
+    return this.handler.onResponseData?.(this.controller, chunk)
+  }
+
+  onResponseEnd(controller, trailers) {
+    if (this.state === DONE) return
+    this.clearTimer()
+    this.state = DONE
+    this.settle(this.verdict) // before the caller hears of it: its next call finds the slot free
+    this.handler.onResponseEnd?.(this.controller, trailers)
+  }
+
+  onResponseError(controller, err) {
+    if (this.state === DONE) {
+      // The end of a dispatch we aborted after answering the caller (a deadline, or a request
+      // still in the dispatcher's queue): settle if that has not happened yet.
+      if (this.endVerdict !== undefined) this.settle(this.endVerdict)
+      return
+    }
+    this.clearTimer()
+    let verdict = this.endVerdict
+    if (verdict === undefined) {
+      if (err !== null && typeof err === 'object' && LOCAL_ERRORS.has(err.code)) verdict = 'rejected'
+      else verdict = this.errorVerdict(err)
+      if (this.classifyError !== undefined) err = this.classifyError
+    }
+    this.state = DONE
+    this.settle(verdict)
+    this.handler.onResponseError?.(this.controller, err)
+  }
+
+  // ---- ends ----------------------------------------------------------------------------------
+
+  callerAborted(reason) {
+    if (this.state === WAITING) {
+      this.state = DONE
+      this.wait?.abort(reason) // leaves resilix's queue; its rejection is ignored (refused)
+      deliverError(this, reason)
+      return
+    }
+    if (this.state === DONE) return
+    // Before the headers the call is cancelled: no observation. After them the upstream has
+    // answered, and the verdict of its status stands.
+    this.abortWith(reason, this.state === BODY ? this.verdict : 'rejected')
+  }
+
+  /** Our deadline or body bound passed. */
+  expired() {
+    if (this.state === SENT) {
+      this.abortWith(new TimeoutError(this.key, this.s.timeoutMs, false), 'timeout')
+    } else if (this.state === BODY) {
+      const idle = now() - this.lastData
+      if (idle < this.s.bodyTimeoutMs) {
+        this.timer = setTimeout(onTimer, Math.max(1, this.s.bodyTimeoutMs - idle), this)
+        this.timer.unref()
+        return
+      }
+      const err = new TimeoutError(this.key, this.s.bodyTimeoutMs, false)
+      err.message = `resilix: the response body from "${this.key}" delivered nothing for ${this.s.bodyTimeoutMs} ms (bodyTimeoutMs)`
+      // Paused: nobody read it, the upstream is not to blame. Flowing yet silent: it stalled.
+      this.abortWith(err, this.controller._paused ? this.verdict : 'timeout')
+    }
+  }
+
+  /** Aborts the dispatch; the caller gets `reason`, the permit settles with `verdict`. */
+  abortWith(reason, verdict) {
+    this.clearTimer()
+    this.endReason = reason
+    this.endVerdict = verdict
+    if (this.down !== null) this.down.abort(reason) // reports back through onResponseError
+    if (this.state !== DONE) {
+      // Not started by the dispatcher yet (still in its queue), or it reports later: answer now
+      // and free the slot; onRequestStart stops the request before it is sent.
+      this.state = DONE
+      this.settle(verdict)
+      deliverError(this, reason)
+    }
+  }
+
+  // ---- verdicts ------------------------------------------------------------------------------
+
+  responseVerdict(statusCode, headers) {
+    const fallback = V.NAMES[V.classifyValue({ statusCode })]
+    return this.custom({ ok: true, value: { statusCode, headers } }, fallback)
+  }
+
+  errorVerdict(err) {
+    return this.custom({ ok: false, error: err }, V.NAMES[V.classifyError(err)])
+  }
+
+  custom(outcome, fallback) {
+    if (this.s.classify === undefined) return fallback
+    let v
+    try {
+      v = this.s.classify(outcome)
+    } catch (err) {
+      this.classifyError = err
+      return fallback
+    }
+    if (v === undefined) return fallback
+    if (V.codeOf(v) === undefined) {
+      this.classifyError = new TypeError(
+        `resilix/undici: classify returned ${describe(v)}; expected one of 'success', 'failure', 'overload', 'answered', 'timeout', 'rejected' or undefined`,
+      )
+      return fallback
+    }
+    return v
+  }
+
+  settle(verdict) {
+    if (this.permit === null || this.released) return
+    this.released = true
+    this.permit.release(verdict)
+  }
+
+  clearTimer() {
+    if (this.timer !== null) {
+      clearTimeout(this.timer)
+      this.timer = null
+    }
+  }
+}
+
+function onTimer(req) {
+  req.timer = null
+  req.expired()
+}
+
+/** The caller's last callback when no dispatcher call is on the stack (a timer, a promise). */
+function deliverError(req, err) {
+  try {
+    req.handler.onResponseError?.(req.controller, err)
+  } catch (e) {
+    // As a throwing handler inside undici would: an uncaught exception, never lost state here.
+    queueMicrotask(() => {
+      throw e
+    })
+  }
+}
+
+module.exports = { ResilientRequest }

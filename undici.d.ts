@@ -1,0 +1,47 @@
+// resilix/undici: resilix as an undici interceptor. Needs undici 7 or newer (an optional peer
+// dependency: only this entry point's users need it).
+import type { Dispatcher } from 'undici'
+import type { Resilix, Verdict } from './index.js'
+
+/** A response or a failed request, as the interceptor's `classify` sees it. */
+export type ResponseOutcome =
+  | { ok: true; value: { statusCode: number; headers: Record<string, string | string[] | undefined> } }
+  | { ok: false; error: unknown }
+
+export interface InterceptorOptions {
+  /**
+   * The key of a request: a fixed string, or a function of the dispatch options. Default: the
+   * request's origin (`'https://api.example.com'`). A Pool or Client dispatches without an
+   * origin: give it a key.
+   */
+  key?: string | ((options: Dispatcher.DispatchOptions) => string)
+  /**
+   * Deadline in ms from the dispatch to the response headers, queue wait included; then the
+   * request is aborted and the caller gets a `TimeoutError`. Default: the instance's `timeoutMs`.
+   * `false`: none.
+   */
+  timeoutMs?: number | false
+  /**
+   * After the headers, the most time in ms the body may go without delivering a chunk, whether
+   * the upstream stalls or nobody reads it; then the request is aborted and its slot freed.
+   * Default 60000 (nginx's `proxy_read_timeout`; a guess for this use). `false`: none, and a
+   * body nobody reads holds its slot until the connection closes.
+   */
+  bodyTimeoutMs?: number | false
+  /**
+   * Overrides the default classification (429/503 `overload`, other 4xx `answered`, 5xx and
+   * errors `failure`, the rest `success`). Return a verdict, or `undefined` for the default.
+   * Called at the response headers, or with the error of a request that failed before them.
+   */
+  classify?: (outcome: ResponseOutcome) => Verdict | undefined
+}
+
+/**
+ * An undici interceptor: `new Agent().compose(interceptor(rx))`. Each request waits for a
+ * permit of its key, the latency is marked at the response headers, and the slot is held until
+ * the body ends, errors or is aborted. Refusals reach the caller as `RejectedError` (with
+ * `fetch`, as the `cause` of its `TypeError`).
+ * @throws {TypeError} when `rx` is not a Resilix, or an option is unknown or of the wrong type.
+ * @throws {RangeError} when `timeoutMs` or `bodyTimeoutMs` is out of range.
+ */
+export declare function interceptor(rx: Resilix, options?: InterceptorOptions): Dispatcher.DispatcherComposeInterceptor

@@ -65,6 +65,7 @@ fn adaptive_limit_allocates_nothing_after_construction() {
                     verdict,
                     waited: false,
                 },
+                inflight - 1,
             );
         }
         let after = ALLOCS.load(Ordering::Relaxed);

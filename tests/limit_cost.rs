@@ -35,6 +35,7 @@ fn ns_per_call() {
                     verdict: Verdict::Success,
                     waited: false,
                 },
+                inflight - 1,
             );
         }
         let ns = start.elapsed().as_nanos() as f64 / n as f64;

@@ -321,7 +321,8 @@ pub fn compute(run: &Run) -> Vec<Metric> {
             ]
         }
         Measure::Fleet => {
-            let (a, b) = (300.0, 600.0);
+            // The last 300 s: the canonical fleet's 300–600 s; after the last join in fleet-join.
+            let (a, b) = (end - 300.0, end);
             let per: Vec<f64> = run
                 .tr
                 .limit

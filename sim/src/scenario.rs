@@ -299,9 +299,27 @@ pub fn all() -> Vec<Scenario> {
 
     // The fleet at other sizes, and joining one by one (reported, no goal).
     for (name, about, clients, callers, join) in [
-        ("fleet-3", "3 clients x 40 callers, one upstream C=100", 3, 40, 0.0),
-        ("fleet-30", "30 clients x 40 callers, one upstream C=100", 30, 40, 0.0),
-        ("fleet-join", "10 clients x 40 callers joining 60s apart, C=100", 10, 40, 60.0),
+        (
+            "fleet-3",
+            "3 clients x 40 callers, one upstream C=100",
+            3,
+            40,
+            0.0,
+        ),
+        (
+            "fleet-30",
+            "30 clients x 40 callers, one upstream C=100",
+            30,
+            40,
+            0.0,
+        ),
+        (
+            "fleet-join",
+            "10 clients x 40 callers joining 60s apart, C=100",
+            10,
+            40,
+            60.0,
+        ),
     ] {
         let mut sc = common(name, about, 900.0, Measure::Fleet);
         sc.servers = 100;
@@ -315,7 +333,12 @@ pub fn all() -> Vec<Scenario> {
     // connection setup and event-loop lag a real client adds; from the default limit and from
     // far above (60), and halving at 30 s.
     for (name, about, initial, halves) in [
-        ("real-small", "C=8, S=100ms fixed, N=40, cold connections + loop lag", 20, false),
+        (
+            "real-small",
+            "C=8, S=100ms fixed, N=40, cold connections + loop lag",
+            20,
+            false,
+        ),
         ("real-from-above", "the same from a limit of 60", 60, false),
         ("real-halves", "the same, C=16 -> 8 at 30s", 20, true),
     ] {

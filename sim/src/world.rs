@@ -310,10 +310,8 @@ impl<'a> World<'a> {
             let (_, inflight, _) = self.clients[c].limiter.snapshot(self.now);
             if inflight > self.clients[c].connections {
                 self.clients[c].connections = inflight;
-                self.q.push(
-                    self.now + r.connect_ns as u64,
-                    Ev::Connected { call: id },
-                );
+                self.q
+                    .push(self.now + r.connect_ns as u64, Ev::Connected { call: id });
                 return;
             }
         }

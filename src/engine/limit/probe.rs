@@ -365,6 +365,8 @@ mod tests {
     const MS: u64 = 1_000_000;
     const S: u64 = 1_000 * MS;
     const LAT: f64 = 100.0 * MS as f64;
+    /// At level 5 a probe times three rounds: 15 calls.
+    const WANT: u64 = 15;
 
     fn probe() -> Probe {
         Probe::new(true, 3 * S, 10_000, 0)
@@ -377,8 +379,8 @@ mod tests {
         assert_eq!(p.hold(), Hold::Level, "draining holds at the level");
         let drained = at + 50 * MS;
         p.tick(drained, 5, 5, LAT);
-        for _ in 0..10 {
-            p.admitted(drained, LAT); // want = 2 × level = 10
+        for _ in 0..WANT {
+            p.admitted(drained, LAT);
         }
         assert_eq!(
             p.hold(),
@@ -414,26 +416,21 @@ mod tests {
         let mut p = probe();
         let drained = drain_and_admit(&mut p, 10 * S);
         // A call that started before the drain is not one of them.
-        assert_eq!(
-            p.sample(drained + 10 * MS, drained - MS, 900.0 * MS as f64),
-            None
-        );
-        // Nine of the ten finish; the last one, slow, concludes the probe.
-        for i in 0..9u64 {
+        let early = p.sample(drained + 10 * MS, drained - MS, 900.0 * MS as f64);
+        assert_eq!(early, None);
+        // All but one finish at 100..113 ms; the last one, slow, concludes the probe.
+        for i in 0..WANT - 1 {
             let lat = (100 + i) as f64 * MS as f64;
             assert_eq!(p.sample(drained + 120 * MS, drained, lat), None);
         }
-        let m = p
-            .sample(drained + 400 * MS, drained, 300.0 * MS as f64)
-            .expect("measured");
-        assert!(
-            (m.mean - (9.0 * 104.0 + 300.0) / 10.0 * MS as f64).abs() < 1.0,
-            "{m:?}"
-        );
+        let last = p.sample(drained + 400 * MS, drained, 300.0 * MS as f64);
+        let m = last.expect("measured");
+        let mean = ((100..100 + WANT - 1).sum::<u64>() + 300) as f64 / WANT as f64;
+        assert!((m.mean - mean * MS as f64).abs() < 1.0, "{m:?}");
         assert_eq!(
             m.p90,
             300.0 * MS as f64,
-            "p90 of 10 is the worst: k/(n+1) ≥ 0.9"
+            "p90 of 15 is the worst: k/(n+1) >= 0.9"
         );
         assert_eq!(p.measured, 1);
     }
@@ -455,23 +452,18 @@ mod tests {
     fn a_probe_with_half_its_calls_back_still_measures_at_its_bound() {
         let mut p = probe();
         let drained = drain_and_admit(&mut p, 10 * S);
-        for _ in 0..5 {
+        for _ in 0..WANT / 2 {
             assert_eq!(p.sample(drained + 120 * MS, drained, LAT), None);
         }
-        let m = p
-            .tick(drained + 1 + 300 * MS, 5, 5, LAT)
-            .expect("5 of 10 measure");
-        assert_eq!(m.mean, LAT);
+        let m = p.tick(drained + 1 + 300 * MS, 5, 5, LAT);
+        assert_eq!(m.expect("7 of 15 measure").mean, LAT);
         let mut q = probe();
         let drained = drain_and_admit(&mut q, 10 * S);
-        for _ in 0..4 {
+        for _ in 0..WANT / 2 - 1 {
             q.sample(drained + 120 * MS, drained, LAT);
         }
-        assert_eq!(
-            q.tick(drained + 1 + 300 * MS, 5, 5, LAT),
-            None,
-            "4 of 10 do not"
-        );
+        let none = q.tick(drained + 1 + 300 * MS, 5, 5, LAT);
+        assert_eq!(none, None, "6 of 15 do not");
     }
 
     #[test]

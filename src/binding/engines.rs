@@ -10,7 +10,7 @@ use napi_derive::napi;
 
 use super::codes::*;
 use super::options::{to_options, NativeOptions};
-use crate::engine::{Acquired, Engine, Nanos, RegistryError};
+use crate::engine::{Acquired, Engine, Nanos, RegistryError, Verdict};
 
 const KEY_BITS: u32 = crate::engine::registry::INDEX_BITS + crate::engine::registry::GEN_BITS;
 const KEY_SPAN: f64 = (1u64 << KEY_BITS) as f64;
@@ -98,9 +98,13 @@ pub(crate) fn acquired_code(a: Acquired) -> f64 {
     }
 }
 
-/// Creates an engine from validated options; returns its id.
+/// Live engines per thread: an engine id has 12 bits in a handle (53 − 41 key bits).
+const MAX_ENGINES: usize = 1 << (53 - KEY_BITS);
+
+/// Creates an engine from validated options; returns its id, or -1 when the thread already
+/// holds `MAX_ENGINES` live engines (JS turns that into an error that says what to do).
 #[napi(catch_unwind)]
-pub fn create_engine(options: NativeOptions, seed: Option<f64>) -> Result<u32> {
+pub fn create_engine(options: NativeOptions, seed: Option<f64>) -> Result<f64> {
     let (policies, registry) = to_options(&options)?;
     let seed = seed
         .filter(|s| s.is_finite())
@@ -115,16 +119,13 @@ pub fn create_engine(options: NativeOptions, seed: Option<f64>) -> Result<u32> {
         let mut engines = cell.borrow_mut();
         if let Some(i) = engines.iter().position(Option::is_none) {
             engines[i] = Some(engine);
-            return Ok(i as u32);
+            return Ok(i as f64);
         }
-        if engines.len() >= 4096 {
-            return Err(Error::new(
-                Status::GenericFailure,
-                "too many live Resilix instances in this thread (4096)",
-            ));
+        if engines.len() >= MAX_ENGINES {
+            return Ok(-1.0);
         }
         engines.push(Some(engine));
-        Ok((engines.len() - 1) as u32)
+        Ok((engines.len() - 1) as f64)
     })
 }
 
@@ -171,6 +172,24 @@ pub fn admit_queued(handle: f64) -> f64 {
 pub fn leave_queue(handle: f64) -> f64 {
     with_engine(handle, |e, k| {
         e.leave_queue(k).map_or(STALE_HANDLE, |b| b as u8 as f64)
+    })
+    .unwrap_or(STALE_HANDLE)
+}
+
+/// Settles a permit whose fn never settled, counting it as stuck: as `settle` (codes.rs).
+#[napi(catch_unwind)]
+pub fn settle_stuck(handle: f64, permit: f64, verdict: u32) -> f64 {
+    let t = now();
+    let Some(v) = Verdict::from_code(verdict) else {
+        return BAD_VERDICT;
+    };
+    let Some(p) = permit_of(permit) else {
+        return STALE_PERMIT;
+    };
+    with_engine(handle, |e, k| match e.settle_stuck(k, p, v, t) {
+        Ok(Ok(wake)) => wake as f64,
+        Ok(Err(_)) => STALE_PERMIT,
+        Err(_) => STALE_HANDLE,
     })
     .unwrap_or(STALE_HANDLE)
 }

@@ -9,26 +9,16 @@ const {
 } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError } = require('./lib/errors')
 const V = require('./lib/verdicts')
-const { normalize, timeoutOption, describe } = require('./lib/options')
-const { Deadlines } = require('./lib/deadlines')
+const { normalize, describe } = require('./lib/options')
+const { deadlines } = require('./lib/deadlines')
 const { Call, GuardedCall, WAITING, RUNNING, DONE } = require('./lib/call')
 const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
-
-const engines = new FinalizationRegistry((id) => native.destroyEngine(id))
-
-/** Per-key state on the JS side: the native handle and the FIFO of waiting calls. */
-class KeyState {
-  constructor(name, handle) {
-    this.name = name
-    this.handle = handle
-    this.head = null
-    this.tail = null
-    this.waiting = 0
-    this.waking = false
-    this.observed = -1
-  }
-}
+const { SignalLinks, reasonOf } = require('./lib/signals')
+const { readCallOptions, parsed } = require('./lib/call-options')
+const { KeyState, enqueue, unqueue } = require('./lib/keys')
+const { keyStats, byKey } = require('./lib/stats')
+const { engines, stuckAfterMs, closedError, TOO_MANY, tooManyError, warnSelfWait } = require('./lib/lifetime')
 
 class Resilix {
   /** @param {import('./index').ResilixOptions} [options] */
@@ -39,15 +29,18 @@ class Resilix {
     } catch (err) {
       throw mapNativeError(err)
     }
-    engines.register(this, this._id)
+    if (this._id === TOO_MANY) throw tooManyError()
+    engines.register(this, this._id, this)
     this._timeoutMs = o.timeoutMs
     this._classify = o.classify
     /** @type {Map<string, KeyState>} */
     this._keys = new Map()
     this._slotNames = []
-    this._deadlines = null
+    this._signals = new SignalLinks((call, reason) => this._callerAborted(call, reason))
     this._events = new Emitter()
     this._native = native
+    this._closed = false
+    this._registry = { refused: 0, evicted: 0 }
   }
 
   /**
@@ -60,26 +53,15 @@ class Resilix {
     let timeoutMs = this._timeoutMs
     let signal
     if (opts !== undefined) {
-      if (opts === null || typeof opts !== 'object') {
-        return Promise.reject(new TypeError(`resilix: execute options must be an object, got ${describe(opts)}`))
-      }
-      if (opts.key !== undefined) key = opts.key
-      if (opts.timeoutMs !== undefined) {
-        try {
-          timeoutMs = timeoutOption('timeoutMs', opts.timeoutMs)
-        } catch (err) {
-          return Promise.reject(err)
-        }
-      }
-      signal = opts.signal
-      if (signal !== undefined && !isSignal(signal)) {
-        return Promise.reject(new TypeError(`resilix: execute option signal must be an AbortSignal, got ${describe(signal)}`))
-      }
+      if (!readCallOptions(opts, 'execute', true, timeoutMs)) return Promise.reject(parsed.error)
+      key = parsed.key
+      timeoutMs = parsed.timeoutMs
+      signal = parsed.signal
     }
     if (typeof fn !== 'function') {
       return Promise.reject(new TypeError(`resilix: execute expects a function, got ${describe(fn)}`))
     }
-    if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason)
+    if (signal !== undefined && parsed.aborted) return Promise.reject(reasonOf(signal))
     let ks
     try {
       ks = this._keyState(key)
@@ -100,7 +82,7 @@ class Resilix {
       call._state = RUNNING
       return this._guarded(call, true)
     }
-    if (p === QUEUED) return this._guarded(new GuardedCall(this, ks, fn, timeoutMs, signal), false)
+    if (p === QUEUED) return this._queued(new GuardedCall(this, ks, fn, timeoutMs, signal))
     return Promise.reject(this._rejected(REASONS[-10 - p], key))
   }
 
@@ -112,20 +94,11 @@ class Resilix {
     let timeoutMs
     let signal
     if (opts !== undefined) {
-      if (opts === null || typeof opts !== 'object') {
-        return Promise.reject(new TypeError(`resilix: acquire options must be an object, got ${describe(opts)}`))
-      }
-      try {
-        timeoutMs = timeoutOption('timeoutMs', opts.timeoutMs)
-      } catch (err) {
-        return Promise.reject(err)
-      }
-      signal = opts.signal
-      if (signal !== undefined && !isSignal(signal)) {
-        return Promise.reject(new TypeError(`resilix: acquire option signal must be an AbortSignal, got ${describe(signal)}`))
-      }
+      if (!readCallOptions(opts, 'acquire', false, undefined)) return Promise.reject(parsed.error)
+      timeoutMs = parsed.timeoutMs
+      signal = parsed.signal
+      if (signal !== undefined && parsed.aborted) return Promise.reject(reasonOf(signal))
     }
-    if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason)
     let ks
     try {
       ks = this._keyState(key)
@@ -135,7 +108,7 @@ class Resilix {
     if (ks === null) return Promise.reject(this._rejected('registry', key))
     const p = this._acquire(ks, timeoutMs)
     if (p >= 0) return Promise.resolve(new Permit(this, ks, p))
-    if (p === QUEUED) return this._guarded(new GuardedCall(this, ks, null, timeoutMs, signal), false)
+    if (p === QUEUED) return this._queued(new GuardedCall(this, ks, null, timeoutMs, signal))
     return Promise.reject(this._rejected(REASONS[-10 - p], key))
   }
 
@@ -144,39 +117,54 @@ class Resilix {
    * undefined for a key not in the registry; without a key, an object of every live key's stats.
    */
   stats(key) {
-    if (key === undefined) {
-      const all = {}
-      for (const k of this.keys()) all[k] = this.stats(k)
-      return all
-    }
+    if (key === undefined) return byKey(this.keys(), (k) => this.stats(k))
     if (typeof key !== 'string') throw new TypeError(`resilix: stats expects a key string, got ${describe(key)}`)
+    checkWellFormed(key)
+    if (this._closed) return undefined
     let s
     try {
       s = native.stats(this._id, key)
     } catch (err) {
       throw mapNativeError(err)
     }
-    if (s === null || s === undefined) return undefined
-    return {
-      key,
-      limit: s.limit ?? null,
-      inflight: s.inflight,
-      queued: s.queued,
-      breaker: s.breaker ?? null,
-      algorithm: s.algorithm ?? null,
-      baselineMs: s.baselineMs,
-      smoothedMs: s.smoothedMs,
-      windowSamples: s.windowSamples,
-      bulkheadActive: s.bulkheadActive,
-      lastLatencyMs: s.lastLatencyMs,
-      verdicts: s.verdicts,
-      rejections: s.rejections,
-    }
+    return s === null || s === undefined ? undefined : keyStats(key, s)
   }
 
   /** Keys alive in the registry now, most recently used first. */
   keys() {
-    return native.keys(this._id)
+    return this._closed ? [] : native.keys(this._id)
+  }
+
+  /** The registry: live keys, and new keys refused (`'registry'`) and keys evicted since creation. */
+  registryStats() {
+    return { keys: this.keys().length, refused: this._registry.refused, evicted: this._registry.evicted }
+  }
+
+  /**
+   * Frees the native state now. Waiting calls reject with an `ERR_RESILIX_CLOSED` error; running
+   * calls still get what their fn does; later calls reject. Idempotent.
+   */
+  close() {
+    if (this._closed) return
+    this._closed = true
+    for (const ks of this._keys.values()) {
+      while (ks.head !== null) {
+        const call = ks.head
+        this._leaveQueue(call)
+        this._detach(call)
+        this._answer(call, closedError('a call waiting'))
+      }
+      ks.handle = -1 // a running call's settle now changes nothing
+    }
+    this._keys.clear()
+    this._slotNames = []
+    engines.unregister(this)
+    native.destroyEngine(this._id)
+    this._id = -1
+  }
+
+  [Symbol.dispose]() {
+    this.close()
   }
 
   /** Subscribes to limit changes `{ key, limit, previous }`; returns `{ dispose() }`. */
@@ -194,32 +182,46 @@ class Resilix {
     return this._events.on('reject', listener)
   }
 
+  /** Subscribes to evictions `{ key }`: an idle key dropped from the registry for a new one. */
+  onEvict(listener) {
+    return this._events.on('evict', listener)
+  }
+
   // ---- internals ---------------------------------------------------------------------------
 
   _keyState(key) {
     let ks = this._keys.get(key)
     if (ks !== undefined) return ks
     if (typeof key !== 'string') throw new TypeError(`resilix: key must be a string, got ${describe(key)}`)
+    checkWellFormed(key)
+    if (this._closed) throw closedError('a call')
     let h
     try {
       h = native.resolveKey(this._id, key)
     } catch (err) {
       throw mapNativeError(err)
     }
-    if (h === REGISTRY_FULL) return null
-    // The engine reuses an evicted key's slot: forget that key here too, so this map stays
-    // bounded by maxKeys whatever keys callers invent.
+    if (h === REGISTRY_FULL) {
+      this._registry.refused++
+      return null
+    }
+    // The engine reuses an evicted key's slot at once: forget that key here too, so this map
+    // stays bounded by maxKeys whatever keys callers invent.
     const slot = h % SLOT_SPAN
     const old = this._slotNames[slot]
-    if (old !== undefined && old !== key) this._keys.delete(old)
     this._slotNames[slot] = key
+    if (old !== undefined && old !== key) {
+      this._keys.delete(old)
+      this._registry.evicted++
+      if (this._events.has('evict')) this._events.emit('evict', { key: old })
+    }
     ks = new KeyState(key, h)
     this._keys.set(key, ks)
     return ks
   }
 
   /** `budgetMs`: the call's deadline, so that the engine refuses at once a call that could not
-   * leave the queue in time (spec §7) rather than let it time out waiting. */
+   * leave the queue in time rather than let it time out waiting (ADR 0110). */
   _acquire(ks, budgetMs) {
     let p = budgetMs === undefined ? native.acquire(ks.handle) : native.acquireWithin(ks.handle, budgetMs)
     if (p === STALE_HANDLE) {
@@ -241,7 +243,7 @@ class Resilix {
   async _runPlain(call) {
     let v
     try {
-      v = await call._fn(call)
+      v = await runFn(call)
     } catch (err) {
       this._settle(call, this._verdictOfError(call, err))
       // As on the guarded path (_fnDone): a classify that throws rejects with its own error.
@@ -253,25 +255,35 @@ class Resilix {
     return v
   }
 
+  /** A call that waits in the queue; a fn running on its key warns once (self-wait). */
+  _queued(call) {
+    if (current !== null && current._ks === call._ks) warnSelfWait(call._ks)
+    return this._guarded(call, false)
+  }
+
   /** A call with a deadline, a caller signal, or a wait in the queue: our own promise. */
   _guarded(call, running) {
-    capturing = call
-    const promise = new Promise(capture)
-    if (call._timeoutMs !== undefined) {
-      if (this._deadlines === null) this._deadlines = new Deadlines((c) => this._expire(c))
-      // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
-      this._deadlines.add(call, call._timeoutMs, clockCell[0])
-    }
     const signal = call._callerSignal
     if (signal !== undefined) {
-      call._onAbort = () => this._callerAborted(call)
-      signal.addEventListener('abort', call._onAbort, { once: true })
+      try {
+        this._signals.add(call, signal)
+      } catch (err) {
+        // The signal refused its listener: the call never starts.
+        call._state = DONE
+        if (running) this._settleRaw(call._ks, call._permit, V.CANCELLED)
+        else native.leaveQueue(call._ks.handle)
+        return Promise.reject(err)
+      }
     }
+    capturing = call
+    const promise = new Promise(capture)
+    // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
+    if (call._timeoutMs !== undefined) deadlines.add(call, call._timeoutMs, clockCell[0], true)
     if (running) this._start(call)
     else {
       // Keep the caller's async context for when fn runs later (p-limit #71).
       call._asyncResource = new AsyncResource('resilix.queued')
-      this._enqueue(call)
+      enqueue(call._ks, call)
     }
     return promise
   }
@@ -287,7 +299,7 @@ class Resilix {
     }
     let r
     try {
-      r = call._fn(call)
+      r = runFn(call)
     } catch (err) {
       this._fnDone(call, false, err)
       return
@@ -321,22 +333,22 @@ class Resilix {
     else if (call._timedOut) verdict = V.TIMEOUT
     else verdict = ok ? this._verdictOfValue(call, x) : this._verdictOfError(call, x)
     this._detach(call)
-    this._settle(call, verdict)
+    call._state = DONE
+    // The caller first: resolving runs no user code now, and the settle below may start woken
+    // calls, whose own failures must never leave this caller unanswered.
     if (!call._answered) {
       call._answered = true
       if (call._classifyError !== undefined) call._reject(call._classifyError)
       else if (ok) call._resolve(x)
       else call._reject(x)
     }
+    this._settleRaw(call._ks, call._permit, verdict)
   }
 
   /** Stops the deadline and unlinks the caller's signal: no listener outlives the call. */
   _detach(call) {
-    if (call._dlist !== null) this._deadlines.remove(call)
-    if (call._onAbort !== null) {
-      call._callerSignal.removeEventListener('abort', call._onAbort)
-      call._onAbort = null
-    }
+    if (call._dlist !== null) deadlines.remove(call)
+    if (call._sentry !== null) this._signals.remove(call)
   }
 
   _settle(call, verdict) {
@@ -360,7 +372,6 @@ class Resilix {
   }
 
   _verdictOfError(call, e) {
-    if (isTimeoutError(e) && call._timedOut) return V.TIMEOUT
     if (this._classify === undefined) return V.classifyError(e)
     return this._custom(call, { ok: false, error: e }, V.classifyError(e))
   }
@@ -384,31 +395,6 @@ class Resilix {
     return code
   }
 
-  // ---- the queue: an intrusive FIFO per key (O(1) enqueue, dequeue and removal) -------------
-
-  _enqueue(call) {
-    const ks = call._ks
-    call._qprev = ks.tail
-    call._qnext = null
-    if (ks.tail !== null) ks.tail._qnext = call
-    else ks.head = call
-    ks.tail = call
-    ks.waiting++
-  }
-
-  _unqueue(call) {
-    const ks = call._ks
-    const prev = call._qprev
-    const next = call._qnext
-    if (prev !== null) prev._qnext = next
-    else ks.head = next
-    if (next !== null) next._qprev = prev
-    else ks.tail = prev
-    call._qprev = null
-    call._qnext = null
-    ks.waiting--
-  }
-
   _wake(ks) {
     if (ks.waking) return // the loop below is already running (a woken fn settled synchronously)
     ks.waking = true
@@ -417,7 +403,7 @@ class Resilix {
         const p = native.admitQueued(ks.handle)
         if (p === KEEP_WAITING || p === STALE_HANDLE) break
         const call = ks.head
-        this._unqueue(call)
+        unqueue(ks, call)
         if (p >= 0) {
           call._permit = p
           call._state = RUNNING
@@ -438,7 +424,7 @@ class Resilix {
 
   /** A waiting call gives up: it leaves the engine's queue count and the FIFO. */
   _leaveQueue(call) {
-    this._unqueue(call)
+    unqueue(call._ks, call)
     native.leaveQueue(call._ks.handle)
     call._state = DONE
     if (call._asyncResource !== null) {
@@ -453,8 +439,8 @@ class Resilix {
     call._reject(err)
   }
 
-  _expire(call) {
-    // Called by Deadlines after it removed the call's deadline.
+  /** A deadline passed (lib/deadlines.js removed it): the caller's, or the stuck bound's. */
+  _expire(call, now) {
     if (call._state === WAITING) {
       this._leaveQueue(call)
       this._detach(call)
@@ -462,6 +448,10 @@ class Resilix {
       return
     }
     if (call._state !== RUNNING) return
+    if (call._answered) {
+      this._releaseStuck(call)
+      return
+    }
     call._timedOut = true
     // The caller has its answer; a later abort of its signal can change nothing (ctx.signal is
     // aborted below), so unlink now rather than when a fn that ignores its signal settles: a
@@ -469,12 +459,11 @@ class Resilix {
     this._detach(call)
     const err = new TimeoutError(call.key, call._timeoutMs, false)
     this._answer(call, err)
+    deadlines.add(call, stuckAfterMs(call), now, false)
     if (call._controller !== null) call._controller.abort(err)
   }
 
-  _callerAborted(call) {
-    call._onAbort = null // fired once; nothing to remove
-    const reason = call._callerSignal.reason
+  _callerAborted(call, reason) {
     if (call._state === WAITING) {
       this._leaveQueue(call)
       this._detach(call)
@@ -483,9 +472,19 @@ class Resilix {
     }
     if (call._state !== RUNNING) return
     call._cancelled = true
-    if (call._dlist !== null) this._deadlines.remove(call)
+    if (call._dlist !== null) deadlines.remove(call)
     this._answer(call, reason)
+    deadlines.add(call, stuckAfterMs(call), native.nowMs(), false)
     if (call._controller !== null) call._controller.abort(reason)
+  }
+
+  /** Its caller answered long ago, fn still unsettled: free the slot (ADR 0602). */
+  _releaseStuck(call) {
+    call._state = DONE
+    const ks = call._ks
+    const n = native.settleStuck(ks.handle, call._permit, call._cancelled ? V.CANCELLED : V.TIMEOUT)
+    if (this._events.watching) this._observe(ks)
+    if (n > 0 && ks.head !== null) this._wake(ks)
   }
 
   _rejected(reason, key) {
@@ -522,8 +521,24 @@ function capture(resolve, reject) {
   capturing = null
 }
 
-function isSignal(s) {
-  return s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function'
+// The call whose fn is running synchronously now: a call it queues on its own key is a
+// self-wait, the start of a deadlock (warned once per key).
+let current = null
+function runFn(call) {
+  const outer = current
+  current = call
+  try {
+    return call._fn(call)
+  } finally {
+    current = outer
+  }
+}
+
+/** Keys cross to the engine as UTF-8, which cannot carry a lone surrogate (ADR 0601). */
+function checkWellFormed(key) {
+  if (!key.isWellFormed()) {
+    throw new TypeError(`resilix: key must be a well-formed string; it has a lone surrogate (UTF-8 cannot carry it), got ${JSON.stringify(key.slice(0, 40))}`)
+  }
 }
 
 module.exports = { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError }

@@ -2,11 +2,11 @@
 // Subscriptions in cockatiel's shape: `on(listener)` returns `{ dispose() }`. When nobody
 // listens, the hot path pays one boolean check (`watching`) and nothing else.
 
-const TYPES = ['limit', 'breaker', 'reject']
+const TYPES = ['limit', 'breaker', 'reject', 'evict']
 
 class Emitter {
   constructor() {
-    this.listeners = { limit: [], breaker: [], reject: [] }
+    this.listeners = { limit: [], breaker: [], reject: [], evict: [] }
     /** Someone listens to limit or breaker changes: the engine state must be observed. */
     this.watching = false
   }

@@ -4,6 +4,17 @@
 const V = require('./verdicts')
 const { describe } = require('./options')
 
+// A permit collected unreleased releases itself as 'cancelled' and warns with its key, so a
+// forgotten release() cannot hold a slot for good (ADR 0605).
+const dropped = new FinalizationRegistry((held) => {
+  held.rx._settleRaw(held.ks, held.permit, V.CANCELLED)
+  process.emitWarning(
+    `resilix: a permit for key "${held.ks.name}" was garbage-collected without release(); it was released as ` +
+      "'cancelled'. Release every permit, in a finally block",
+    { code: 'RESILIX_PERMIT_LEAKED' },
+  )
+})
+
 class Permit {
   constructor(rx, ks, permit) {
     /** The upstream key this permit belongs to. */
@@ -14,6 +25,7 @@ class Permit {
     this._marked = false
     this._markFn = null
     this._released = false
+    dropped.register(this, { rx, ks, permit }, this)
   }
 
   /**
@@ -44,6 +56,7 @@ class Permit {
     }
     if (this._released) throw new Error(`resilix: the permit for "${this.key}" was already released`)
     this._released = true
+    dropped.unregister(this)
     this._rx._settleRaw(this._ks, this._permit, code)
   }
 

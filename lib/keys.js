@@ -1,0 +1,39 @@
+'use strict'
+// Per-key state on the JS side: the native handle and the FIFO of waiting calls, an intrusive
+// list through the calls (O(1) enqueue, dequeue and removal, no allocation).
+
+class KeyState {
+  constructor(name, handle) {
+    this.name = name
+    this.handle = handle
+    this.head = null
+    this.tail = null
+    this.waiting = 0
+    this.waking = false
+    this.observed = -1
+    this.warnedSelfWait = false
+  }
+}
+
+function enqueue(ks, call) {
+  call._qprev = ks.tail
+  call._qnext = null
+  if (ks.tail !== null) ks.tail._qnext = call
+  else ks.head = call
+  ks.tail = call
+  ks.waiting++
+}
+
+function unqueue(ks, call) {
+  const prev = call._qprev
+  const next = call._qnext
+  if (prev !== null) prev._qnext = next
+  else ks.head = next
+  if (next !== null) next._qprev = prev
+  else ks.tail = prev
+  call._qprev = null
+  call._qnext = null
+  ks.waiting--
+}
+
+module.exports = { KeyState, enqueue, unqueue }

@@ -1,8 +1,10 @@
-// Real habits: one AbortSignal shared by many calls, a fn that calls execute on its own key.
+// Real habits: one AbortSignal shared by many calls, a fn that calls execute on its own key, a
+// Promise.allSettled burst on a new key (the p-limit habit).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { getEventListeners } from 'node:events'
-import { fixed, deferred } from './helpers.mjs'
+import { Resilix } from '../index.js'
+import { fixed, deferred, sleep } from './helpers.mjs'
 
 /** Runs n calls that wait on `gate`, each with the signal sig(i); returns ms to start them all. */
 async function startCalls(rx, n, sig, gate) {
@@ -77,4 +79,19 @@ test('self-wait: a fn calling execute on its own key at the limit warns once, na
   assert.match(warnings[0], /"api"/)
   // Not a self-wait: another key, or a slot free.
   assert.equal(await rx.execute(() => rx.execute(() => 'x', { key: 'other' }), { key: 'api' }), 'x')
+})
+
+test('burst on a new key: Promise.allSettled over 100 and 1 000 calls of a 5 ms fn sheds none; past the first sample the factors bound it again', async () => {
+  const rx = new Resilix()
+  const run = (key, n) => Promise.allSettled(Array.from({ length: n }, () => rx.execute(() => sleep(5), { key })))
+  const shed = (outs) => outs.filter((o) => o.status === 'rejected').length
+  assert.equal(shed(await run('a', 100)), 0)
+  assert.equal(shed(await run('b', 1000)), 0)
+  // The key has samples now: a burst past maxFactor × limit is shed again (the queue moves with
+  // the limit), and every refusal is 'queue'.
+  const outs = await run('b', 1000)
+  const s = rx.stats('b')
+  assert.ok(shed(outs) >= 1000 - 3 * s.limit, `${shed(outs)} shed at limit ${s.limit}`)
+  assert.ok(outs.every((o) => o.status === 'fulfilled' || o.reason.reason === 'queue'))
+  assert.deepEqual([s.inflight, s.queued], [0, 0])
 })

@@ -12,6 +12,7 @@ class KeyState {
     this.waking = false
     this.observed = -1
     this.warnedSelfWait = false
+    this.warnedLeak = false
   }
 }
 

@@ -4,10 +4,12 @@
 const V = require('./verdicts')
 const { describe } = require('./options')
 
-// A permit collected unreleased releases itself as 'cancelled' and warns with its key, so a
-// forgotten release() cannot hold a slot for good (ADR 0605).
+// A permit collected unreleased releases itself as 'cancelled' and warns with its key (once per
+// key), so a forgotten release() cannot hold a slot for good (ADR 0605).
 const dropped = new FinalizationRegistry((held) => {
   held.rx._settleRaw(held.ks, held.permit, V.CANCELLED)
+  if (held.ks.warnedLeak) return
+  held.ks.warnedLeak = true
   process.emitWarning(
     `resilix: a permit for key "${held.ks.name}" was garbage-collected without release(); it was released as ` +
       "'cancelled'. Release every permit, in a finally block",

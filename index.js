@@ -5,18 +5,19 @@
 
 const { AsyncResource } = require('node:async_hooks')
 const {
-  native, clockCell, QUEUED, STALE_HANDLE, KEEP_WAITING, REGISTRY_FULL, REASONS, SLOT_SPAN, BREAKER_STATES, mapNativeError,
+  native, clockCell, QUEUED, STALE_HANDLE, KEEP_WAITING, REGISTRY_FULL, REASONS, SLOT_SPAN, mapNativeError,
 } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError } = require('./lib/errors')
 const V = require('./lib/verdicts')
+const { custom } = require('./lib/classify')
 const { normalize, describe } = require('./lib/options')
 const { deadlines } = require('./lib/deadlines')
-const { Call, GuardedCall, WAITING, RUNNING, DONE } = require('./lib/call')
+const { Call, GuardedCall, WAITING, RUNNING, DONE, runFn, runningNow } = require('./lib/call')
 const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
 const { SignalLinks, reasonOf } = require('./lib/signals')
 const { readCallOptions, parsed } = require('./lib/call-options')
-const { KeyState, enqueue, unqueue } = require('./lib/keys')
+const { KeyState, enqueue, unqueue, checkWellFormed } = require('./lib/keys')
 const { keyStats, byKey } = require('./lib/stats')
 const { engines, stuckAfterMs, closedError, TOO_MANY, tooManyError, warnSelfWait } = require('./lib/lifetime')
 
@@ -236,7 +237,7 @@ class Resilix {
       this._keys.set(ks.name, ks)
       p = budgetMs === undefined ? native.acquire(ks.handle) : native.acquireWithin(ks.handle, budgetMs)
     }
-    if (this._events.watching) this._observe(ks)
+    if (this._events.watching) this._events.observe(ks)
     return p
   }
 
@@ -257,7 +258,7 @@ class Resilix {
 
   /** A call that waits in the queue; a fn running on its key warns once (self-wait). */
   _queued(call) {
-    if (current !== null && current._ks === call._ks) warnSelfWait(call._ks)
+    if (runningNow() === call._ks) warnSelfWait(call._ks)
     return this._guarded(call, false)
   }
 
@@ -358,7 +359,7 @@ class Resilix {
 
   _settleRaw(ks, permit, verdict) {
     const n = native.settle(ks.handle, permit, verdict)
-    if (this._events.watching) this._observe(ks)
+    if (this._events.watching) this._events.observe(ks)
     if (n > 0 && ks.head !== null) this._wake(ks)
   }
 
@@ -367,32 +368,11 @@ class Resilix {
   }
 
   _verdictOfValue(call, v) {
-    if (this._classify === undefined) return V.classifyValue(v)
-    return this._custom(call, { ok: true, value: v }, V.classifyValue(v))
+    return this._classify === undefined ? V.classifyValue(v) : custom(this._classify, call, true, v)
   }
 
   _verdictOfError(call, e) {
-    if (this._classify === undefined) return V.classifyError(e)
-    return this._custom(call, { ok: false, error: e }, V.classifyError(e))
-  }
-
-  _custom(call, outcome, fallback) {
-    let name
-    try {
-      name = this._classify(outcome)
-    } catch (err) {
-      call._classifyError = err
-      return fallback
-    }
-    if (name === undefined) return fallback
-    const code = V.codeOf(name)
-    if (code === undefined) {
-      call._classifyError = new TypeError(
-        `resilix: classify returned ${describe(name)}; expected one of 'success', 'failure', 'overload', 'answered', 'timeout', 'rejected' or undefined`,
-      )
-      return fallback
-    }
-    return code
+    return this._classify === undefined ? V.classifyError(e) : custom(this._classify, call, false, e)
   }
 
   _wake(ks) {
@@ -483,7 +463,7 @@ class Resilix {
     call._state = DONE
     const ks = call._ks
     const n = native.settleStuck(ks.handle, call._permit, call._cancelled ? V.CANCELLED : V.TIMEOUT)
-    if (this._events.watching) this._observe(ks)
+    if (this._events.watching) this._events.observe(ks)
     if (n > 0 && ks.head !== null) this._wake(ks)
   }
 
@@ -491,24 +471,6 @@ class Resilix {
     const err = new RejectedError(reason, key)
     if (this._events.has('reject')) this._events.emit('reject', { key, reason })
     return err
-  }
-
-  _observe(ks) {
-    const o = native.observe(ks.handle)
-    if (o < 0 || o === ks.observed) return
-    const prev = ks.observed
-    ks.observed = o
-    if (prev < 0) return
-    const limit = Math.floor(o / 4)
-    const prevLimit = Math.floor(prev / 4)
-    if (limit !== prevLimit && this._events.has('limit')) {
-      this._events.emit('limit', { key: ks.name, limit, previous: prevLimit })
-    }
-    const state = o % 4
-    const prevState = prev % 4
-    if (state !== prevState && this._events.has('breaker')) {
-      this._events.emit('breaker', { key: ks.name, state: BREAKER_STATES[state], previous: BREAKER_STATES[prevState] })
-    }
   }
 }
 
@@ -519,26 +481,6 @@ function capture(resolve, reject) {
   capturing._resolve = resolve
   capturing._reject = reject
   capturing = null
-}
-
-// The call whose fn is running synchronously now: a call it queues on its own key is a
-// self-wait, the start of a deadlock (warned once per key).
-let current = null
-function runFn(call) {
-  const outer = current
-  current = call
-  try {
-    return call._fn(call)
-  } finally {
-    current = outer
-  }
-}
-
-/** Keys cross to the engine as UTF-8, which cannot carry a lone surrogate (ADR 0601). */
-function checkWellFormed(key) {
-  if (!key.isWellFormed()) {
-    throw new TypeError(`resilix: key must be a well-formed string; it has a lone surrogate (UTF-8 cannot carry it), got ${JSON.stringify(key.slice(0, 40))}`)
-  }
 }
 
 module.exports = { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError }

@@ -91,4 +91,21 @@ class GuardedCall extends Call {
   }
 }
 
-module.exports = { Call, GuardedCall, WAITING, RUNNING, DONE }
+// The key whose fn is running synchronously now: a call it queues on that same key is a
+// self-wait, the start of a deadlock (warned once per key).
+let current = null
+
+/** Calls the call's fn, remembering its key while fn runs synchronously. */
+function runFn(call) {
+  const outer = current
+  current = call._ks
+  try {
+    return call._fn(call)
+  } finally {
+    current = outer
+  }
+}
+
+const runningNow = () => current
+
+module.exports = { Call, GuardedCall, WAITING, RUNNING, DONE, runFn, runningNow }

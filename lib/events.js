@@ -4,6 +4,8 @@
 
 const TYPES = ['limit', 'breaker', 'reject', 'evict']
 
+const { native, BREAKER_STATES } = require('./native')
+
 class Emitter {
   constructor() {
     this.listeners = { limit: [], breaker: [], reject: [], evict: [] }
@@ -37,6 +39,23 @@ class Emitter {
 
   has(type) {
     return this.listeners[type].length > 0
+  }
+
+  /** Polls a key's limit and breaker state (limit × 4 + breaker code); emits what changed. */
+  observe(ks) {
+    const o = native.observe(ks.handle)
+    if (o < 0 || o === ks.observed) return
+    const prev = ks.observed
+    ks.observed = o
+    if (prev < 0) return
+    const limit = Math.floor(o / 4)
+    const prevLimit = Math.floor(prev / 4)
+    if (limit !== prevLimit && this.has('limit')) this.emit('limit', { key: ks.name, limit, previous: prevLimit })
+    const state = o % 4
+    const prevState = prev % 4
+    if (state !== prevState && this.has('breaker')) {
+      this.emit('breaker', { key: ks.name, state: BREAKER_STATES[state], previous: BREAKER_STATES[prevState] })
+    }
   }
 
   emit(type, event) {

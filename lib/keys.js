@@ -37,4 +37,13 @@ function unqueue(ks, call) {
   ks.waiting--
 }
 
-module.exports = { KeyState, enqueue, unqueue }
+/** Keys cross to the engine as UTF-8, which cannot carry a lone surrogate (ADR 0601). */
+function checkWellFormed(key) {
+  if (!key.isWellFormed()) {
+    throw new TypeError(
+      `resilix: key must be a well-formed string; it has a lone surrogate (UTF-8 cannot carry it), got ${JSON.stringify(key.slice(0, 40))}`,
+    )
+  }
+}
+
+module.exports = { KeyState, enqueue, unqueue, checkWellFormed }

@@ -145,7 +145,7 @@ export interface KeyStats {
   key: string
   /** The concurrency limit in force, or null when the limiter is off. */
   limit: number | null
-  /** Calls holding a permit. A call whose fn ignores its signal after a timeout stays counted until fn really settles. */
+  /** Calls holding a permit. A call whose fn ignores its signal after a timeout stays counted until fn settles, or until it is released as stuck. */
   inflight: number
   /** Calls waiting in the queue. */
   queued: number
@@ -162,6 +162,8 @@ export interface KeyStats {
   bulkheadActive: number
   /** Latency of the last observed call (start → `mark()`, or start → settle), ms. */
   lastLatencyMs: number
+  /** Calls released as stuck: their fn had not settled long after the caller's answer (a deadline's length, at least 1 s). */
+  stuck: number
   /** Settled calls by verdict since the key was created (`cancelled`: the caller's signal aborted). */
   verdicts: Record<Verdict | 'cancelled', number>
   /** Calls refused by our own policies, by reason, since the key was created. */
@@ -196,6 +198,18 @@ export interface RejectEvent {
   key: string
   reason: RejectReason
 }
+export interface EvictEvent {
+  /** The idle key dropped from the registry to make room for a new one. */
+  key: string
+}
+export interface RegistryStats {
+  /** Keys alive now. */
+  keys: number
+  /** New keys refused with reason `'registry'` since the instance was created. */
+  refused: number
+  /** Keys evicted since the instance was created. */
+  evicted: number
+}
 
 export declare class Resilix {
   /** Throws TypeError / RangeError naming the option on bad options. */
@@ -213,6 +227,13 @@ export declare class Resilix {
   onLimitChange(listener: (event: LimitChangeEvent) => void): Disposable
   onBreakerStateChange(listener: (event: BreakerStateChangeEvent) => void): Disposable
   onReject(listener: (event: RejectEvent) => void): Disposable
+  onEvict(listener: (event: EvictEvent) => void): Disposable
+  /** The registry's counters: live keys, refused new keys, evictions. */
+  registryStats(): RegistryStats
+  /** Frees the native state now: waiting calls reject (`code: 'ERR_RESILIX_CLOSED'`), running calls finish, later calls reject. Idempotent. */
+  close(): void
+  /** `close()`, for `using rx = new Resilix()`. */
+  [Symbol.dispose](): void
 }
 
 /** Refused by one of resilix's own policies; the upstream was never called. */

@@ -21,6 +21,10 @@ const { KeyState, enqueue, unqueue, checkWellFormed } = require('./lib/keys')
 const { keyStats, byKey } = require('./lib/stats')
 const { engines, stuckAfterMs, closedError, TOO_MANY, tooManyError, warnSelfWait } = require('./lib/lifetime')
 
+// `using rx = new Resilix()`; Node 20 before 20.4 has no Symbol.dispose, later ones define it
+// as this registered symbol.
+const DISPOSE = Symbol.dispose ?? Symbol.for('nodejs.dispose')
+
 class Resilix {
   /** @param {import('./index').ResilixOptions} [options] */
   constructor(options) {
@@ -164,7 +168,7 @@ class Resilix {
     this._id = -1
   }
 
-  [Symbol.dispose]() {
+  [DISPOSE]() {
     this.close()
   }
 

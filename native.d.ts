@@ -9,7 +9,7 @@ export declare function admitQueued(handle: number): number
  */
 export declare function createEngine(options: NativeOptions, seed?: number | undefined | null): number
 
-/** Frees an engine (called by a FinalizationRegistry when its Resilix is collected). */
+/** Frees an engine (`close()`, or a FinalizationRegistry when its Resilix is collected). */
 export declare function destroyEngine(id: number): void
 
 /** Panics on purpose: proves that a panic surfaces as a JS error (reliability tests). */

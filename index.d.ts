@@ -151,7 +151,7 @@ export interface KeyStats {
   key: string
   /** The concurrency limit in force, or null when the limiter is off. */
   limit: number | null
-  /** Calls holding a permit. A call whose fn ignores its signal after a timeout stays counted until fn really settles. */
+  /** Calls holding a permit. A call whose fn ignores its signal after a timeout stays counted until fn settles, or until it is released as stuck. */
   inflight: number
   /** Calls waiting in the queue. */
   queued: number
@@ -168,6 +168,8 @@ export interface KeyStats {
   bulkheadActive: number
   /** Latency of the last observed call (start → `mark()`, or start → settle), ms. */
   lastLatencyMs: number
+  /** Calls released as stuck: their fn had not settled long after the caller's answer (a deadline's length, at least 1 s). */
+  stuck: number
   /** Settled calls by verdict since the key was created (`cancelled`: the caller's signal aborted). */
   verdicts: Record<Verdict | 'cancelled', number>
   /** Calls refused by our own policies, by reason, since the key was created. */
@@ -205,6 +207,18 @@ export interface BreakerStateChangeEvent {
 export interface RejectEvent {
   key: string
   reason: RejectReason
+}
+export interface EvictEvent {
+  /** The idle key dropped from the registry to make room for a new one. */
+  key: string
+}
+export interface RegistryStats {
+  /** Keys alive now. */
+  keys: number
+  /** New keys refused with reason `'registry'` since the instance was created. */
+  refused: number
+  /** Keys evicted since the instance was created. */
+  evicted: number
 }
 
 export declare class Resilix {
@@ -246,6 +260,14 @@ export declare class Resilix {
   onBreakerStateChange(listener: (event: BreakerStateChangeEvent) => void): Subscription
   /** Subscribes to refusals by resilix's own policies. @throws {TypeError} when `listener` is not a function. */
   onReject(listener: (event: RejectEvent) => void): Subscription
+  /** Subscribes to key evictions from the registry. @throws {TypeError} when `listener` is not a function. */
+  onEvict(listener: (event: EvictEvent) => void): Subscription
+  /** The registry's counters: live keys, refused new keys, evictions. */
+  registryStats(): RegistryStats
+  /** Frees the native state now: waiting calls reject (`code: 'ERR_RESILIX_CLOSED'`), running calls finish, later calls reject. Idempotent. */
+  close(): void
+  /** `close()`, for `using rx = new Resilix()`. */
+  [Symbol.dispose](): void
 }
 
 /** Refused by one of resilix's own policies; the upstream was never called. */

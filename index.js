@@ -5,30 +5,25 @@
 
 const { AsyncResource } = require('node:async_hooks')
 const {
-  native, clockCell, QUEUED, STALE_HANDLE, KEEP_WAITING, REGISTRY_FULL, REASONS, SLOT_SPAN, BREAKER_STATES, mapNativeError,
+  native, clockCell, QUEUED, STALE_HANDLE, KEEP_WAITING, REGISTRY_FULL, REASONS, SLOT_SPAN, mapNativeError,
 } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError } = require('./lib/errors')
 const V = require('./lib/verdicts')
-const { normalize, timeoutOption, describe, unknownExecuteOption, unknownAcquireOption } = require('./lib/options')
-const { Deadlines } = require('./lib/deadlines')
-const { Call, GuardedCall, WAITING, RUNNING, DONE } = require('./lib/call')
+const { custom } = require('./lib/classify')
+const { normalize, describe } = require('./lib/options')
+const { deadlines } = require('./lib/deadlines')
+const { Call, GuardedCall, WAITING, RUNNING, DONE, runFn, runningNow } = require('./lib/call')
 const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
+const { SignalLinks, reasonOf } = require('./lib/signals')
+const { readCallOptions, parsed } = require('./lib/call-options')
+const { KeyState, enqueue, unqueue, checkWellFormed } = require('./lib/keys')
+const { keyStats, byKey } = require('./lib/stats')
+const { engines, stuckAfterMs, closedError, TOO_MANY, tooManyError, warnSelfWait } = require('./lib/lifetime')
 
-const engines = new FinalizationRegistry((id) => native.destroyEngine(id))
-
-/** Per-key state on the JS side: the native handle and the FIFO of waiting calls. */
-class KeyState {
-  constructor(name, handle) {
-    this.name = name
-    this.handle = handle
-    this.head = null
-    this.tail = null
-    this.waiting = 0
-    this.waking = false
-    this.observed = -1
-  }
-}
+// `using rx = new Resilix()`; Node 20 before 20.4 has no Symbol.dispose, later ones define it
+// as this registered symbol.
+const DISPOSE = Symbol.dispose ?? Symbol.for('nodejs.dispose')
 
 class Resilix {
   /** @param {import('./index').ResilixOptions} [options] */
@@ -39,15 +34,18 @@ class Resilix {
     } catch (err) {
       throw mapNativeError(err)
     }
-    engines.register(this, this._id)
+    if (this._id === TOO_MANY) throw tooManyError()
+    engines.register(this, this._id, this)
     this._timeoutMs = o.timeoutMs
     this._classify = o.classify
     /** @type {Map<string, KeyState>} */
     this._keys = new Map()
     this._slotNames = []
-    this._deadlines = null
+    this._signals = new SignalLinks((call, reason) => this._callerAborted(call, reason))
     this._events = new Emitter()
     this._native = native
+    this._closed = false
+    this._registry = { refused: 0, evicted: 0 }
   }
 
   /**
@@ -60,28 +58,15 @@ class Resilix {
     let timeoutMs = this._timeoutMs
     let signal
     if (opts !== undefined) {
-      if (opts === null || typeof opts !== 'object') {
-        return Promise.reject(new TypeError(`resilix: execute options must be an object, got ${describe(opts)}`))
-      }
-      const unknown = unknownExecuteOption(opts)
-      if (unknown !== undefined) return Promise.reject(new TypeError(`resilix: unknown execute option ${unknown} (execute takes key, timeoutMs, signal)`))
-      if (opts.key !== undefined) key = opts.key
-      if (opts.timeoutMs !== undefined) {
-        try {
-          timeoutMs = timeoutOption('timeoutMs', opts.timeoutMs)
-        } catch (err) {
-          return Promise.reject(err)
-        }
-      }
-      signal = opts.signal
-      if (signal !== undefined && !isSignal(signal)) {
-        return Promise.reject(new TypeError(`resilix: execute option signal must be an AbortSignal, got ${describe(signal)}`))
-      }
+      if (!readCallOptions(opts, 'execute', true, timeoutMs)) return Promise.reject(parsed.error)
+      key = parsed.key
+      timeoutMs = parsed.timeoutMs
+      signal = parsed.signal
     }
     if (typeof fn !== 'function') {
       return Promise.reject(new TypeError(`resilix: execute expects a function, got ${describe(fn)}`))
     }
-    if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason)
+    if (signal !== undefined && parsed.aborted) return Promise.reject(reasonOf(signal))
     let ks
     try {
       ks = this._keyState(key)
@@ -102,7 +87,7 @@ class Resilix {
       call._state = RUNNING
       return this._guarded(call, true)
     }
-    if (p === QUEUED) return this._guarded(new GuardedCall(this, ks, fn, timeoutMs, signal), false)
+    if (p === QUEUED) return this._queued(new GuardedCall(this, ks, fn, timeoutMs, signal))
     return Promise.reject(this._rejected(REASONS[-10 - p], key))
   }
 
@@ -114,22 +99,11 @@ class Resilix {
     let timeoutMs
     let signal
     if (opts !== undefined) {
-      if (opts === null || typeof opts !== 'object') {
-        return Promise.reject(new TypeError(`resilix: acquire options must be an object, got ${describe(opts)}`))
-      }
-      const unknown = unknownAcquireOption(opts)
-      if (unknown !== undefined) return Promise.reject(new TypeError(`resilix: unknown acquire option ${unknown} (acquire takes timeoutMs, signal)`))
-      try {
-        timeoutMs = timeoutOption('timeoutMs', opts.timeoutMs)
-      } catch (err) {
-        return Promise.reject(err)
-      }
-      signal = opts.signal
-      if (signal !== undefined && !isSignal(signal)) {
-        return Promise.reject(new TypeError(`resilix: acquire option signal must be an AbortSignal, got ${describe(signal)}`))
-      }
+      if (!readCallOptions(opts, 'acquire', false, undefined)) return Promise.reject(parsed.error)
+      timeoutMs = parsed.timeoutMs
+      signal = parsed.signal
+      if (signal !== undefined && parsed.aborted) return Promise.reject(reasonOf(signal))
     }
-    if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason)
     let ks
     try {
       ks = this._keyState(key)
@@ -139,7 +113,7 @@ class Resilix {
     if (ks === null) return Promise.reject(this._rejected('registry', key))
     const p = this._acquire(ks, timeoutMs)
     if (p >= 0) return Promise.resolve(new Permit(this, ks, p))
-    if (p === QUEUED) return this._guarded(new GuardedCall(this, ks, null, timeoutMs, signal), false)
+    if (p === QUEUED) return this._queued(new GuardedCall(this, ks, null, timeoutMs, signal))
     return Promise.reject(this._rejected(REASONS[-10 - p], key))
   }
 
@@ -148,39 +122,54 @@ class Resilix {
    * undefined for a key not in the registry; without a key, an object of every live key's stats.
    */
   stats(key) {
-    if (key === undefined) {
-      const all = {}
-      for (const k of this.keys()) all[k] = this.stats(k)
-      return all
-    }
+    if (key === undefined) return byKey(this.keys(), (k) => this.stats(k))
     if (typeof key !== 'string') throw new TypeError(`resilix: stats expects a key string, got ${describe(key)}`)
+    checkWellFormed(key)
+    if (this._closed) return undefined
     let s
     try {
       s = native.stats(this._id, key)
     } catch (err) {
       throw mapNativeError(err)
     }
-    if (s === null || s === undefined) return undefined
-    return {
-      key,
-      limit: s.limit ?? null,
-      inflight: s.inflight,
-      queued: s.queued,
-      breaker: s.breaker ?? null,
-      algorithm: s.algorithm ?? null,
-      baselineMs: s.baselineMs,
-      smoothedMs: s.smoothedMs,
-      windowSamples: s.windowSamples,
-      bulkheadActive: s.bulkheadActive,
-      lastLatencyMs: s.lastLatencyMs,
-      verdicts: s.verdicts,
-      rejections: s.rejections,
-    }
+    return s === null || s === undefined ? undefined : keyStats(key, s)
   }
 
   /** Keys alive in the registry now, most recently used first. */
   keys() {
-    return native.keys(this._id)
+    return this._closed ? [] : native.keys(this._id)
+  }
+
+  /** The registry: live keys, and new keys refused (`'registry'`) and keys evicted since creation. */
+  registryStats() {
+    return { keys: this.keys().length, refused: this._registry.refused, evicted: this._registry.evicted }
+  }
+
+  /**
+   * Frees the native state now. Waiting calls reject with an `ERR_RESILIX_CLOSED` error; running
+   * calls still get what their fn does; later calls reject. Idempotent.
+   */
+  close() {
+    if (this._closed) return
+    this._closed = true
+    for (const ks of this._keys.values()) {
+      while (ks.head !== null) {
+        const call = ks.head
+        this._leaveQueue(call)
+        this._detach(call)
+        this._answer(call, closedError('a call waiting'))
+      }
+      ks.handle = -1 // a running call's settle now changes nothing
+    }
+    this._keys.clear()
+    this._slotNames = []
+    engines.unregister(this)
+    native.destroyEngine(this._id)
+    this._id = -1
+  }
+
+  [DISPOSE]() {
+    this.close()
   }
 
   /** Subscribes to limit changes `{ key, limit, previous }`; returns `{ dispose() }`. */
@@ -198,25 +187,39 @@ class Resilix {
     return this._events.on('reject', listener)
   }
 
+  /** Subscribes to evictions `{ key }`: an idle key dropped from the registry for a new one. */
+  onEvict(listener) {
+    return this._events.on('evict', listener)
+  }
+
   // ---- internals ---------------------------------------------------------------------------
 
   _keyState(key) {
     let ks = this._keys.get(key)
     if (ks !== undefined) return ks
     if (typeof key !== 'string') throw new TypeError(`resilix: key must be a string, got ${describe(key)}`)
+    checkWellFormed(key)
+    if (this._closed) throw closedError('a call')
     let h
     try {
       h = native.resolveKey(this._id, key)
     } catch (err) {
       throw mapNativeError(err)
     }
-    if (h === REGISTRY_FULL) return null
-    // The engine reuses an evicted key's slot: forget that key here too, so this map stays
-    // bounded by maxKeys whatever keys callers invent.
+    if (h === REGISTRY_FULL) {
+      this._registry.refused++
+      return null
+    }
+    // The engine reuses an evicted key's slot at once: forget that key here too, so this map
+    // stays bounded by maxKeys whatever keys callers invent.
     const slot = h % SLOT_SPAN
     const old = this._slotNames[slot]
-    if (old !== undefined && old !== key) this._keys.delete(old)
     this._slotNames[slot] = key
+    if (old !== undefined && old !== key) {
+      this._keys.delete(old)
+      this._registry.evicted++
+      if (this._events.has('evict')) this._events.emit('evict', { key: old })
+    }
     ks = new KeyState(key, h)
     this._keys.set(key, ks)
     return ks
@@ -238,14 +241,14 @@ class Resilix {
       this._keys.set(ks.name, ks)
       p = budgetMs === undefined ? native.acquire(ks.handle) : native.acquireWithin(ks.handle, budgetMs)
     }
-    if (this._events.watching) this._observe(ks)
+    if (this._events.watching) this._events.observe(ks)
     return p
   }
 
   async _runPlain(call) {
     let v
     try {
-      v = await call._fn(call)
+      v = await runFn(call)
     } catch (err) {
       this._settle(call, this._verdictOfError(call, err))
       // As on the guarded path (_fnDone): a classify that throws rejects with its own error.
@@ -257,25 +260,35 @@ class Resilix {
     return v
   }
 
+  /** A call that waits in the queue; a fn running on its key warns once (self-wait). */
+  _queued(call) {
+    if (runningNow() === call._ks) warnSelfWait(call._ks)
+    return this._guarded(call, false)
+  }
+
   /** A call with a deadline, a caller signal, or a wait in the queue: our own promise. */
   _guarded(call, running) {
-    capturing = call
-    const promise = new Promise(capture)
-    if (call._timeoutMs !== undefined) {
-      if (this._deadlines === null) this._deadlines = new Deadlines((c) => this._expire(c))
-      // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
-      this._deadlines.add(call, call._timeoutMs, clockCell[0])
-    }
     const signal = call._callerSignal
     if (signal !== undefined) {
-      call._onAbort = () => this._callerAborted(call)
-      signal.addEventListener('abort', call._onAbort, { once: true })
+      try {
+        this._signals.add(call, signal)
+      } catch (err) {
+        // The signal refused its listener: the call never starts.
+        call._state = DONE
+        if (running) this._settleRaw(call._ks, call._permit, V.CANCELLED)
+        else native.leaveQueue(call._ks.handle)
+        return Promise.reject(err)
+      }
     }
+    capturing = call
+    const promise = new Promise(capture)
+    // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
+    if (call._timeoutMs !== undefined) deadlines.add(call, call._timeoutMs, clockCell[0], true)
     if (running) this._start(call)
     else {
       // Keep the caller's async context for when fn runs later (p-limit #71).
       call._asyncResource = new AsyncResource('resilix.queued')
-      this._enqueue(call)
+      enqueue(call._ks, call)
     }
     return promise
   }
@@ -291,7 +304,7 @@ class Resilix {
     }
     let r
     try {
-      r = call._fn(call)
+      r = runFn(call)
     } catch (err) {
       this._fnDone(call, false, err)
       return
@@ -325,22 +338,22 @@ class Resilix {
     else if (call._timedOut) verdict = V.TIMEOUT
     else verdict = ok ? this._verdictOfValue(call, x) : this._verdictOfError(call, x)
     this._detach(call)
-    this._settle(call, verdict)
+    call._state = DONE
+    // The caller first: resolving runs no user code now, and the settle below may start woken
+    // calls, whose own failures must never leave this caller unanswered.
     if (!call._answered) {
       call._answered = true
       if (call._classifyError !== undefined) call._reject(call._classifyError)
       else if (ok) call._resolve(x)
       else call._reject(x)
     }
+    this._settleRaw(call._ks, call._permit, verdict)
   }
 
   /** Stops the deadline and unlinks the caller's signal: no listener outlives the call. */
   _detach(call) {
-    if (call._dlist !== null) this._deadlines.remove(call)
-    if (call._onAbort !== null) {
-      call._callerSignal.removeEventListener('abort', call._onAbort)
-      call._onAbort = null
-    }
+    if (call._dlist !== null) deadlines.remove(call)
+    if (call._sentry !== null) this._signals.remove(call)
   }
 
   _settle(call, verdict) {
@@ -350,7 +363,7 @@ class Resilix {
 
   _settleRaw(ks, permit, verdict) {
     const n = native.settle(ks.handle, permit, verdict)
-    if (this._events.watching) this._observe(ks)
+    if (this._events.watching) this._events.observe(ks)
     if (n > 0 && ks.head !== null) this._wake(ks)
   }
 
@@ -359,58 +372,11 @@ class Resilix {
   }
 
   _verdictOfValue(call, v) {
-    if (this._classify === undefined) return V.classifyValue(v)
-    return this._custom(call, { ok: true, value: v }, V.classifyValue(v))
+    return this._classify === undefined ? V.classifyValue(v) : custom(this._classify, call, true, v)
   }
 
   _verdictOfError(call, e) {
-    if (isTimeoutError(e) && call._timedOut) return V.TIMEOUT
-    if (this._classify === undefined) return V.classifyError(e)
-    return this._custom(call, { ok: false, error: e }, V.classifyError(e))
-  }
-
-  _custom(call, outcome, fallback) {
-    let name
-    try {
-      name = this._classify(outcome)
-    } catch (err) {
-      call._classifyError = err
-      return fallback
-    }
-    if (name === undefined) return fallback
-    const code = V.codeOf(name)
-    if (code === undefined) {
-      call._classifyError = new TypeError(
-        `resilix: classify returned ${describe(name)}; expected one of 'success', 'failure', 'overload', 'answered', 'timeout', 'rejected' or undefined`,
-      )
-      return fallback
-    }
-    return code
-  }
-
-  // ---- the queue: an intrusive FIFO per key (O(1) enqueue, dequeue and removal) -------------
-
-  _enqueue(call) {
-    const ks = call._ks
-    call._qprev = ks.tail
-    call._qnext = null
-    if (ks.tail !== null) ks.tail._qnext = call
-    else ks.head = call
-    ks.tail = call
-    ks.waiting++
-  }
-
-  _unqueue(call) {
-    const ks = call._ks
-    const prev = call._qprev
-    const next = call._qnext
-    if (prev !== null) prev._qnext = next
-    else ks.head = next
-    if (next !== null) next._qprev = prev
-    else ks.tail = prev
-    call._qprev = null
-    call._qnext = null
-    ks.waiting--
+    return this._classify === undefined ? V.classifyError(e) : custom(this._classify, call, false, e)
   }
 
   _wake(ks) {
@@ -421,7 +387,7 @@ class Resilix {
         const p = native.admitQueued(ks.handle)
         if (p === KEEP_WAITING || p === STALE_HANDLE) break
         const call = ks.head
-        this._unqueue(call)
+        unqueue(ks, call)
         if (p >= 0) {
           call._permit = p
           call._state = RUNNING
@@ -442,7 +408,7 @@ class Resilix {
 
   /** A waiting call gives up: it leaves the engine's queue count and the FIFO. */
   _leaveQueue(call) {
-    this._unqueue(call)
+    unqueue(call._ks, call)
     native.leaveQueue(call._ks.handle)
     call._state = DONE
     if (call._asyncResource !== null) {
@@ -457,8 +423,8 @@ class Resilix {
     call._reject(err)
   }
 
-  _expire(call) {
-    // Called by Deadlines after it removed the call's deadline.
+  /** A deadline passed (lib/deadlines.js removed it): the caller's, or the stuck bound's. */
+  _expire(call, now) {
     if (call._state === WAITING) {
       this._leaveQueue(call)
       this._detach(call)
@@ -466,6 +432,10 @@ class Resilix {
       return
     }
     if (call._state !== RUNNING) return
+    if (call._answered) {
+      this._releaseStuck(call)
+      return
+    }
     call._timedOut = true
     // The caller has its answer; a later abort of its signal can change nothing (ctx.signal is
     // aborted below), so unlink now rather than when a fn that ignores its signal settles: a
@@ -473,12 +443,11 @@ class Resilix {
     this._detach(call)
     const err = new TimeoutError(call.key, call._timeoutMs, false)
     this._answer(call, err)
+    deadlines.add(call, stuckAfterMs(call), now, false)
     if (call._controller !== null) call._controller.abort(err)
   }
 
-  _callerAborted(call) {
-    call._onAbort = null // fired once; nothing to remove
-    const reason = call._callerSignal.reason
+  _callerAborted(call, reason) {
     if (call._state === WAITING) {
       this._leaveQueue(call)
       this._detach(call)
@@ -487,33 +456,25 @@ class Resilix {
     }
     if (call._state !== RUNNING) return
     call._cancelled = true
-    if (call._dlist !== null) this._deadlines.remove(call)
+    if (call._dlist !== null) deadlines.remove(call)
     this._answer(call, reason)
+    deadlines.add(call, stuckAfterMs(call), native.nowMs(), false)
     if (call._controller !== null) call._controller.abort(reason)
+  }
+
+  /** Its caller answered long ago, fn still unsettled: free the slot (ADR 0602). */
+  _releaseStuck(call) {
+    call._state = DONE
+    const ks = call._ks
+    const n = native.settleStuck(ks.handle, call._permit, call._cancelled ? V.CANCELLED : V.TIMEOUT)
+    if (this._events.watching) this._events.observe(ks)
+    if (n > 0 && ks.head !== null) this._wake(ks)
   }
 
   _rejected(reason, key) {
     const err = new RejectedError(reason, key)
     if (this._events.has('reject')) this._events.emit('reject', { key, reason })
     return err
-  }
-
-  _observe(ks) {
-    const o = native.observe(ks.handle)
-    if (o < 0 || o === ks.observed) return
-    const prev = ks.observed
-    ks.observed = o
-    if (prev < 0) return
-    const limit = Math.floor(o / 4)
-    const prevLimit = Math.floor(prev / 4)
-    if (limit !== prevLimit && this._events.has('limit')) {
-      this._events.emit('limit', { key: ks.name, limit, previous: prevLimit })
-    }
-    const state = o % 4
-    const prevState = prev % 4
-    if (state !== prevState && this._events.has('breaker')) {
-      this._events.emit('breaker', { key: ks.name, state: BREAKER_STATES[state], previous: BREAKER_STATES[prevState] })
-    }
   }
 }
 
@@ -524,10 +485,6 @@ function capture(resolve, reject) {
   capturing._resolve = resolve
   capturing._reject = reject
   capturing = null
-}
-
-function isSignal(s) {
-  return s !== null && typeof s === 'object' && typeof s.aborted === 'boolean' && typeof s.addEventListener === 'function'
 }
 
 module.exports = { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError }

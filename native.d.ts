@@ -3,10 +3,13 @@
 /** Admit the oldest waiter: a permit, `KEEP_WAITING`, a breaker rejection, or `STALE_HANDLE`. */
 export declare function admitQueued(handle: number): number
 
-/** Creates an engine from validated options; returns its id. */
+/**
+ * Creates an engine from validated options; returns its id, or -1 when the thread already
+ * holds `MAX_ENGINES` live engines (JS turns that into an error that says what to do).
+ */
 export declare function createEngine(options: NativeOptions, seed?: number | undefined | null): number
 
-/** Frees an engine (called by a FinalizationRegistry when its Resilix is collected). */
+/** Frees an engine (`close()`, or a FinalizationRegistry when its Resilix is collected). */
 export declare function destroyEngine(id: number): void
 
 /** Panics on purpose: proves that a panic surfaces as a JS error (reliability tests). */
@@ -104,6 +107,8 @@ export interface NativeStats {
   bulkheadActive: number
   /** Latency of the last observed call (start → mark, or start → settle), ms. */
   lastLatencyMs: number
+  /** Calls released as stuck (fn unsettled long after the caller's answer) since creation. */
+  stuck: number
   /** Settled calls by verdict since the key was created. */
   verdicts: NativeVerdictCounts
   /** Refused calls by reason since the key was created. */
@@ -132,6 +137,9 @@ export declare function observe(handle: number): number
 
 /** Resolves a key to its handle. Returns `REGISTRY_FULL` when every key is busy. */
 export declare function resolveKey(id: number, key: string): number
+
+/** Settles a permit whose fn never settled, counting it as stuck: as `settle` (codes.rs). */
+export declare function settleStuck(handle: number, permit: number, verdict: number): number
 
 /** The stats of a live key, or null when the key is not in the registry. */
 export declare function stats(id: number, key: string): NativeStats | null

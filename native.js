@@ -586,4 +586,5 @@ module.exports.mark = nativeBinding.mark
 module.exports.nowMs = nativeBinding.nowMs
 module.exports.observe = nativeBinding.observe
 module.exports.resolveKey = nativeBinding.resolveKey
+module.exports.settleStuck = nativeBinding.settleStuck
 module.exports.stats = nativeBinding.stats

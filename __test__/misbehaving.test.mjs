@@ -77,7 +77,7 @@ test('misbehaving fn: mark() timing survives a throw (latency = start → mark)'
   assert.equal(rx.stats('k').inflight, 0)
 })
 
-test('misbehaving fn: never settles — TimeoutError for the caller, the slot stays held (documented)', async () => {
+test('misbehaving fn: never settles — TimeoutError for the caller, the slot stays held (until released as stuck, lifetimes.test.mjs)', async () => {
   const rx = fixed(2)
   const stop = keepAlive()
   const errs = await Promise.all([

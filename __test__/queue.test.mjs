@@ -48,6 +48,8 @@ test('queue: outstanding never exceeds 3L = 12, the rest are rejected with reaso
   // Several seeds: the ramp between 2L and 3L is random, the bound at 3L is not.
   for (const seed of [1, 2, 3, 42, 1234]) {
     const rx = fixed(4, { seed })
+    // Past its first sample: the factors alone (a new key's burst allowance: habits.test.mjs).
+    await rx.execute(() => 'warm', { key: 'k' })
     const started = []
     const calls = []
     let maxOutstanding = 0

@@ -4,6 +4,7 @@
 // leading underscore are internal.
 
 const { TimeoutError } = require('./errors')
+const { reasonOf } = require('./signals')
 
 // States of a call.
 const WAITING = 0 // in the key's queue
@@ -39,7 +40,7 @@ class Call {
     const c = new AbortController()
     this._controller = c
     if (this._timedOut) c.abort(new TimeoutError(this.key, this._timeoutMs, false))
-    else if (this._callerSignal !== undefined && this._callerSignal.aborted) c.abort(this._callerSignal.reason)
+    else if (this._cancelled === true) c.abort(reasonOf(this._callerSignal))
     return c.signal
   }
 
@@ -71,7 +72,6 @@ class GuardedCall extends Call {
     super(rx, ks, fn, timeoutMs, callerSignal)
     this._cancelled = false
     this._answered = false // the caller's promise is settled
-    this._onAbort = null
     this._resolve = null
     this._reject = null
     this._asyncResource = null
@@ -80,10 +80,32 @@ class GuardedCall extends Call {
     this._dlist = null
     this._dprev = null
     this._dnext = null
-    // queue links (index.js)
+    this._dheld = false
+    // caller signal links (lib/signals.js)
+    this._sentry = null
+    this._sprev = null
+    this._snext = null
+    // queue links (lib/queue.js)
     this._qprev = null
     this._qnext = null
   }
 }
 
-module.exports = { Call, GuardedCall, WAITING, RUNNING, DONE }
+// The key whose fn is running synchronously now: a call it queues on that same key is a
+// self-wait, the start of a deadlock (warned once per key).
+let current = null
+
+/** Calls the call's fn, remembering its key while fn runs synchronously. */
+function runFn(call) {
+  const outer = current
+  current = call._ks
+  try {
+    return call._fn(call)
+  } finally {
+    current = outer
+  }
+}
+
+const runningNow = () => current
+
+module.exports = { Call, GuardedCall, WAITING, RUNNING, DONE, runFn, runningNow }

@@ -1,13 +1,20 @@
 'use strict'
-// Per-call deadlines without a timer per call. Calls with the same timeoutMs expire in the order
-// they started, so each distinct timeoutMs keeps an intrusive FIFO (O(1) add and remove, no
-// allocation per call: the links live on the call). One unref'd timer is armed for the earliest
-// head; it never keeps the process alive (cockatiel #11).
+// Per-call deadlines without a timer per call, shared by every instance of the thread. Calls with
+// the same timeoutMs expire in the order they started, so each distinct timeoutMs keeps an
+// intrusive FIFO (O(1) add and remove, no allocation per call: the links live on the call). One
+// timer is armed for the earliest head.
+//
+// The timer is ref'd while some entry "holds": a caller still waiting for its answer keeps the
+// process alive until it gets one, and nothing else does (ADR 0603). Being module-level, the
+// timer references calls, never an instance: a dropped instance with no pending call is free.
 
 // Time is the engine's clock in ms (lib/native.js clockCell / nowMs), not performance.now():
 // add() receives the time of the acquire that started the call, so a call reads no clock.
 const { native } = require('./native')
 const nowMs = () => native.nowMs()
+
+// setTimeout's largest delay; a longer one fires after 1 ms with a TimeoutOverflowWarning.
+const MAX_DELAY = 2147483647
 
 class DeadlineList {
   constructor(ms) {
@@ -18,18 +25,21 @@ class DeadlineList {
 }
 
 class Deadlines {
-  /** @param {(call: any) => void} onExpire */
-  constructor(onExpire) {
-    this.onExpire = onExpire
+  constructor() {
     /** @type {Map<number, DeadlineList>} */
     this.lists = new Map()
     this.timer = null
     this.armedAt = Infinity
+    /** Entries whose caller still waits for an answer. */
+    this.held = 0
     this.fire = this.fire.bind(this)
   }
 
-  /** Starts `call`'s deadline `ms` from `now` (the engine clock, ms). */
-  add(call, ms, now) {
+  /**
+   * Starts `call`'s deadline `ms` from `now` (the engine clock, ms); at the deadline
+   * `call._rx._expire(call, now)` runs. `holds`: keep the process alive until then.
+   */
+  add(call, ms, now, holds) {
     let list = this.lists.get(ms)
     if (list === undefined) {
       list = new DeadlineList(ms)
@@ -40,9 +50,11 @@ class Deadlines {
     call._dlist = list
     call._dprev = list.tail
     call._dnext = null
+    call._dheld = holds
     if (list.tail !== null) list.tail._dnext = call
     else list.head = call
     list.tail = call
+    if (holds && this.held++ === 0 && this.timer !== null) this.timer.ref()
     if (at < this.armedAt) this.arm(at, now)
   }
 
@@ -59,6 +71,10 @@ class Deadlines {
     call._dlist = null
     call._dprev = null
     call._dnext = null
+    if (call._dheld) {
+      call._dheld = false
+      if (--this.held === 0 && this.timer !== null) this.timer.unref()
+    }
     // An emptied list stays in the map: sequential calls would otherwise delete and recreate it
     // on every call (a Map delete + set + allocation, the costliest step of a timed call).
     // fire() drops the lists that are still empty, so the map stays bounded by the timeoutMs
@@ -68,9 +84,10 @@ class Deadlines {
   arm(at, now) {
     if (this.timer !== null) clearTimeout(this.timer)
     this.armedAt = at
-    // +1: setTimeout may fire a fraction of a millisecond early by the engine's clock.
-    this.timer = setTimeout(this.fire, Math.max(0, Math.ceil(at - now)) + 1)
-    this.timer.unref()
+    // +1: setTimeout may fire a fraction of a millisecond early by the engine's clock. A delay
+    // past setTimeout's range fires early and fire() re-arms for what is left.
+    this.timer = setTimeout(this.fire, Math.min(MAX_DELAY, Math.max(0, Math.ceil(at - now)) + 1))
+    if (this.held === 0) this.timer.unref()
   }
 
   fire() {
@@ -82,7 +99,7 @@ class Deadlines {
       let call = list.head
       while (call !== null && call._deadline <= now) {
         this.remove(call)
-        this.onExpire(call)
+        call._rx._expire(call, now)
         call = list.head
       }
       if (call === null) this.lists.delete(list.ms)
@@ -92,4 +109,7 @@ class Deadlines {
   }
 }
 
-module.exports = { Deadlines }
+/** The thread's deadlines (one module instance per thread). */
+const deadlines = new Deadlines()
+
+module.exports = { deadlines, Deadlines }

@@ -61,7 +61,16 @@ class TimeoutError extends Error {
   }
 }
 
-const isRejectedError = (e) => e !== null && typeof e === 'object' && e[REJECTED] === true
-const isTimeoutError = (e) => e !== null && typeof e === 'object' && e[TIMEOUT] === true
+// Total: a revoked Proxy or a throwing getter is simply not one of ours.
+const isRejectedError = (e) => hasBrand(e, REJECTED)
+const isTimeoutError = (e) => hasBrand(e, TIMEOUT)
+
+function hasBrand(e, brand) {
+  try {
+    return e !== null && typeof e === 'object' && e[brand] === true
+  } catch {
+    return false
+  }
+}
 
 module.exports = { RejectedError, TimeoutError, isRejectedError, isTimeoutError }

@@ -3,13 +3,15 @@
 // `using` too (`[Symbol.dispose]`). When nobody listens, the hot path pays one boolean check
 // (`watching`) and nothing else.
 
-const TYPES = ['limit', 'breaker', 'reject']
+const TYPES = ['limit', 'breaker', 'reject', 'evict']
 // Node defines Symbol.dispose from 20.4 on; before that it used Symbol.for('nodejs.dispose').
 const DISPOSE = Symbol.dispose ?? Symbol.for('nodejs.dispose')
 
+const { native, BREAKER_STATES } = require('./native')
+
 class Emitter {
   constructor() {
-    this.listeners = { limit: [], breaker: [], reject: [] }
+    this.listeners = { limit: [], breaker: [], reject: [], evict: [] }
     /** Someone listens to limit or breaker changes: the engine state must be observed. */
     this.watching = false
   }
@@ -40,6 +42,23 @@ class Emitter {
 
   has(type) {
     return this.listeners[type].length > 0
+  }
+
+  /** Polls a key's limit and breaker state (limit × 4 + breaker code); emits what changed. */
+  observe(ks) {
+    const o = native.observe(ks.handle)
+    if (o < 0 || o === ks.observed) return
+    const prev = ks.observed
+    ks.observed = o
+    if (prev < 0) return
+    const limit = Math.floor(o / 4)
+    const prevLimit = Math.floor(prev / 4)
+    if (limit !== prevLimit && this.has('limit')) this.emit('limit', { key: ks.name, limit, previous: prevLimit })
+    const state = o % 4
+    const prevState = prev % 4
+    if (state !== prevState && this.has('breaker')) {
+      this.emit('breaker', { key: ks.name, state: BREAKER_STATES[state], previous: BREAKER_STATES[prevState] })
+    }
   }
 
   emit(type, event) {

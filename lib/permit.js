@@ -4,6 +4,22 @@
 const V = require('./verdicts')
 const { describe } = require('./options')
 
+// A permit collected unreleased releases itself as 'cancelled' and warns with its key (once per
+// key), so a forgotten release() cannot hold a slot for good (ADR 0605).
+// The registry holds a small cell, not the permit; release() marks the cell instead of
+// unregistering (unregister costs half as much again as register).
+const dropped = new FinalizationRegistry((held) => {
+  if (held.released) return
+  held.rx._settleRaw(held.ks, held.permit, V.CANCELLED)
+  if (held.ks.warnedLeak) return
+  held.ks.warnedLeak = true
+  process.emitWarning(
+    `resilix: a permit for key "${held.ks.name}" was garbage-collected without release(); it was released as ` +
+      "'cancelled'. Release every permit, in a finally block",
+    { code: 'RESILIX_PERMIT_LEAKED' },
+  )
+})
+
 class Permit {
   constructor(rx, ks, permit) {
     /** The upstream key this permit belongs to. */
@@ -13,7 +29,8 @@ class Permit {
     this._permit = permit
     this._marked = false
     this._markFn = null
-    this._released = false
+    this._cell = { rx, ks, permit, released: false }
+    dropped.register(this, this._cell)
   }
 
   /**
@@ -26,7 +43,7 @@ class Permit {
   }
 
   _doMark() {
-    if (this._marked || this._released) return
+    if (this._marked || this._cell.released) return
     this._marked = true
     this._rx._native.mark(this._ks.handle, this._permit)
   }
@@ -42,14 +59,14 @@ class Permit {
         `resilix: release(verdict) expects one of 'success', 'failure', 'overload', 'answered', 'timeout', 'rejected', got ${describe(verdict)}`,
       )
     }
-    if (this._released) throw new Error(`resilix: the permit for "${this.key}" was already released`)
-    this._released = true
+    if (this._cell.released) throw new Error(`resilix: the permit for "${this.key}" was already released`)
+    this._cell.released = true
     this._rx._settleRaw(this._ks, this._permit, code)
   }
 
   /** True once released. */
   get released() {
-    return this._released
+    return this._cell.released
   }
 }
 

@@ -32,11 +32,26 @@ function verdictOfStatus(s, otherwise) {
   return FAILURE
 }
 
+// Total: a getter or a Proxy trap that throws while the status is read (the value is untrusted)
+// makes the verdict `failure`; the caller still gets the value itself (ADR 0601).
+
 /** Default classification of a resolved value. */
-const classifyValue = (v) => verdictOfStatus(statusOf(v), SUCCESS)
+function classifyValue(v) {
+  try {
+    return verdictOfStatus(statusOf(v), SUCCESS)
+  } catch {
+    return FAILURE
+  }
+}
 
 /** Default classification of a thrown value: failure unless it carries a 4xx/429/503 status. */
-const classifyError = (e) => verdictOfStatus(statusOf(e), FAILURE)
+function classifyError(e) {
+  try {
+    return verdictOfStatus(statusOf(e), FAILURE)
+  } catch {
+    return FAILURE
+  }
+}
 
 /** The code of a public verdict name, or undefined. */
 const codeOf = (name) => (typeof name === 'string' && Object.hasOwn(CODES, name) ? CODES[name] : undefined)

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use resilix::engine::{
     Acquired, Algorithm, BreakerOptions, BulkheadOptions, Engine, KeyHandle, LimiterOptions,
-    PolicyOptions, QueueOptions, RegistryError, RegistryOptions, Verdict, NANOS_PER_MS,
+    PolicyOptions, QueueOptions, RegistryError, RegistryOptions, Verdict, Worth, NANOS_PER_MS,
 };
 
 const KEYS: usize = 6;
@@ -213,10 +213,19 @@ impl Harness {
     fn resolve(&mut self, k: usize) -> Option<KeyHandle> {
         let name = name(k);
         let before: Vec<String> = self.engine.keys().map(str::to_owned).collect();
+        let protecting: Vec<bool> = before
+            .iter()
+            .map(|n| self.engine.registry().worth_of(n, self.now) == Some(Worth::Protecting))
+            .collect();
         match self.engine.resolve(&name, self.now) {
             Ok(r) => {
                 let after: Vec<String> = self.engine.keys().map(str::to_owned).collect();
-                for gone in before.iter().filter(|n| !after.contains(n)) {
+                for (gone, p) in before
+                    .iter()
+                    .zip(&protecting)
+                    .filter(|(n, _)| !after.contains(n))
+                {
+                    assert!(!p, "protecting key {gone} evicted");
                     self.current.remove(gone);
                     let m = self.models.remove(gone).unwrap_or_default();
                     assert!(
@@ -237,12 +246,12 @@ impl Harness {
                 Some(r.handle)
             }
             Err(RegistryError::Full { .. }) => {
-                // Full only when every live key is busy.
-                for n in &before {
+                // Full only when every live key is busy or protecting its upstream.
+                for (n, p) in before.iter().zip(&protecting) {
                     let m = &self.models[n];
                     assert!(
-                        !m.live.is_empty() || m.queued > 0,
-                        "registry full while {n} is idle"
+                        !m.live.is_empty() || m.queued > 0 || *p,
+                        "registry full while {n} is idle and protects nothing"
                     );
                 }
                 None

@@ -36,6 +36,11 @@ async function main(): Promise<void> {
     return st
   })
   rx.onReject((e) => e.reason === 'breaker')
+  rx.onEvict((e) => e.key.length)
+  const reg: { keys: number; refused: number; evicted: number } = rx.registryStats()
+  const stuck: number | undefined = rx.stats('k')?.stuck
+  rx[Symbol.dispose]()
+  rx.close()
   try {
     await rx.execute(() => 1)
   } catch (e) {

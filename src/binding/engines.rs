@@ -5,12 +5,12 @@ use std::cell::RefCell;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use napi::{Error, Result, Status};
+use napi::{Env, Error, Result, Status};
 use napi_derive::napi;
 
 use super::codes::*;
 use super::options::{to_options, NativeOptions};
-use crate::engine::{Acquired, Engine, Nanos, RegistryError};
+use crate::engine::{Acquired, Engine, Nanos, RegistryError, Verdict};
 
 const KEY_BITS: u32 = crate::engine::registry::INDEX_BITS + crate::engine::registry::GEN_BITS;
 const KEY_SPAN: f64 = (1u64 << KEY_BITS) as f64;
@@ -110,9 +110,18 @@ pub(crate) fn acquired_code(a: Acquired) -> f64 {
     }
 }
 
-/// Creates an engine from validated options; returns its id.
+/// Live engines per thread: an engine id has 12 bits in a handle (53 − 41 key bits).
+const MAX_ENGINES: usize = 1 << (53 - KEY_BITS);
+
+/// The native memory V8 is told an engine holds: one engine with one key (tests/memory.rs
+/// measures 1 925 bytes per key). V8 does not see native memory otherwise, and dropped
+/// instances made per request would wait for a full GC that their JS size never triggers.
+const ENGINE_BYTES: i64 = 2048;
+
+/// Creates an engine from validated options; returns its id, or -1 when the thread already
+/// holds `MAX_ENGINES` live engines (JS turns that into an error that says what to do).
 #[napi(catch_unwind)]
-pub fn create_engine(options: NativeOptions, seed: Option<f64>) -> Result<u32> {
+pub fn create_engine(env: Env, options: NativeOptions, seed: Option<f64>) -> Result<f64> {
     let (policies, registry) = to_options(&options)?;
     let seed = seed
         .filter(|s| s.is_finite())
@@ -125,30 +134,33 @@ pub fn create_engine(options: NativeOptions, seed: Option<f64>) -> Result<u32> {
         .map_err(|e| Error::new(Status::InvalidArg, e.message))?;
     ENGINES.with(|cell| {
         let mut engines = cell.borrow_mut();
-        if let Some(i) = engines.iter().position(Option::is_none) {
+        let id = if let Some(i) = engines.iter().position(Option::is_none) {
             engines[i] = Some(engine);
-            return Ok(i as u32);
-        }
-        if engines.len() >= 4096 {
-            return Err(Error::new(
-                Status::GenericFailure,
-                "too many live Resilix instances in this thread (4096)",
-            ));
-        }
-        engines.push(Some(engine));
-        Ok((engines.len() - 1) as u32)
+            i
+        } else if engines.len() >= MAX_ENGINES {
+            return Ok(-1.0);
+        } else {
+            engines.push(Some(engine));
+            engines.len() - 1
+        };
+        let _ = env.adjust_external_memory(ENGINE_BYTES);
+        Ok(id as f64)
     })
 }
 
-/// Frees an engine (called by a FinalizationRegistry when its Resilix is collected).
+/// Frees an engine (`close()`, or a FinalizationRegistry when its Resilix is collected).
 #[napi(catch_unwind)]
-pub fn destroy_engine(id: f64) {
+pub fn destroy_engine(env: Env, id: f64) {
     let Some(index) = engine_id(id) else { return };
-    ENGINES.with(|cell| {
-        if let Some(slot) = cell.borrow_mut().get_mut(index) {
-            *slot = None;
-        }
+    let freed = ENGINES.with(|cell| {
+        cell.borrow_mut()
+            .get_mut(index)
+            .and_then(Option::take)
+            .is_some()
     });
+    if freed {
+        let _ = env.adjust_external_memory(-ENGINE_BYTES);
+    }
 }
 
 /// Resolves a key to its handle. Returns `REGISTRY_FULL` when every key is busy.
@@ -183,6 +195,24 @@ pub fn admit_queued(handle: f64) -> f64 {
 pub fn leave_queue(handle: f64) -> f64 {
     with_engine(handle, |e, k| {
         e.leave_queue(k).map_or(STALE_HANDLE, |b| b as u8 as f64)
+    })
+    .unwrap_or(STALE_HANDLE)
+}
+
+/// Settles a permit whose fn never settled, counting it as stuck: as `settle` (codes.rs).
+#[napi(catch_unwind)]
+pub fn settle_stuck(handle: f64, permit: f64, verdict: u32) -> f64 {
+    let t = now();
+    let Some(v) = Verdict::from_code(verdict) else {
+        return BAD_VERDICT;
+    };
+    let Some(p) = permit_of(permit) else {
+        return STALE_PERMIT;
+    };
+    with_engine(handle, |e, k| match e.settle_stuck(k, p, v, t) {
+        Ok(Ok(wake)) => wake as f64,
+        Ok(Err(_)) => STALE_PERMIT,
+        Err(_) => STALE_HANDLE,
     })
     .unwrap_or(STALE_HANDLE)
 }

@@ -29,6 +29,8 @@ pub struct NativeStats {
     pub bulkhead_active: u32,
     /// Latency of the last observed call (start → mark, or start → settle), ms.
     pub last_latency_ms: f64,
+    /// Calls released as stuck (fn unsettled long after the caller's answer) since creation.
+    pub stuck: f64,
     /// Settled calls by verdict since the key was created.
     pub verdicts: NativeVerdictCounts,
     /// Refused calls by reason since the key was created.
@@ -67,6 +69,7 @@ impl From<KeyStats> for NativeStats {
             window_samples: s.window_samples,
             bulkhead_active: s.bulkhead_active,
             last_latency_ms: s.last_latency_ns as f64 / 1e6,
+            stuck: s.stuck as f64,
             verdicts: NativeVerdictCounts {
                 success: s.verdicts[0] as f64,
                 failure: s.verdicts[1] as f64,

@@ -87,6 +87,20 @@ impl Engine {
         Ok(self.registry.get_mut(key)?.settle(permit, verdict, now))
     }
 
+    /// Settle a permit whose fn never settled (see `PolicySet::settle_stuck`).
+    pub fn settle_stuck(
+        &mut self,
+        key: KeyHandle,
+        permit: u64,
+        verdict: Verdict,
+        now: Nanos,
+    ) -> Result<Result<u32, StalePermit>, StaleHandle> {
+        Ok(self
+            .registry
+            .get_mut(key)?
+            .settle_stuck(permit, verdict, now))
+    }
+
     /// How many waiters of `key` could be admitted now (see [`PolicySet::wakeable`]).
     #[inline]
     pub fn wakeable(&self, key: KeyHandle) -> Result<u32, StaleHandle> {

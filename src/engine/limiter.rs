@@ -7,12 +7,18 @@ use crate::engine::queue::{admit, Admission};
 use crate::engine::rng::SplitMix64;
 use crate::engine::{Nanos, Sample};
 
+/// Outstanding calls a key may hold before its first sample, whatever the queue factors say
+/// (ADR 0607: a guess; at 500 and 2 000 see its measurements).
+pub const COLD_BURST: u32 = 1_000;
+
 #[derive(Clone, Debug)]
 pub struct Limiter {
     limit: Limit,
     queue: Option<QueueOptions>,
     inflight: u32,
     queued: u32,
+    /// A sample arrived: the limit is no longer only `initialLimit`'s guess.
+    sampled: bool,
 }
 
 impl Limiter {
@@ -22,6 +28,7 @@ impl Limiter {
             queue: opts.queue,
             inflight: 0,
             queued: 0,
+            sampled: false,
         }
     }
 
@@ -51,6 +58,16 @@ impl Limiter {
             {
                 decision = Admission::RejectQueue;
             }
+        }
+        if decision == Admission::RejectQueue
+            && budget_ns == u64::MAX
+            && !self.sampled
+            && self.inflight + self.queued < COLD_BURST
+        {
+            // No call has settled yet, so the limit is still a guess (`initialLimit`): a burst
+            // of calls without a deadline on a new key waits rather than being shed against a
+            // guess. Calls with a deadline keep the deadline-aware admission (ADR 0607).
+            decision = Admission::Queue;
         }
         match decision {
             Admission::Run => {
@@ -92,6 +109,7 @@ impl Limiter {
         debug_assert!(self.inflight > 0, "limiter released more than admitted");
         self.inflight = self.inflight.saturating_sub(1);
         if let Some(s) = sample {
+            self.sampled = true;
             self.limit.on_sample(now, s, self.inflight);
         }
     }
@@ -145,7 +163,10 @@ mod tests {
             max_limit: 1_000,
             ..LimiterOptions::default()
         };
-        Limiter::new(&opts, 0)
+        // Past its first sample: the factors alone (the cold start is tested on its own).
+        let mut l = Limiter::new(&opts, 0);
+        l.sampled = true;
+        l
     }
 
     /// Fill to `inflight` running and `queued` waiting (below 2L nothing is random).
@@ -241,5 +262,42 @@ mod tests {
         l.set_limit(1);
         assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::RejectLimit);
         assert_eq!((l.inflight(), l.queued()), (4, 0));
+    }
+
+    #[test]
+    fn a_burst_on_a_new_key_waits_until_the_first_sample() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = Limiter::new(&LimiterOptions::default(), 0); // vegas, limit 20
+        for _ in 0..COLD_BURST {
+            assert_ne!(l.admit(0, &mut rng, u64::MAX), Admission::RejectQueue);
+        }
+        assert_eq!((l.inflight(), l.queued()), (20, COLD_BURST - 20));
+        assert_eq!(
+            l.admit(0, &mut rng, u64::MAX),
+            Admission::RejectQueue,
+            "bounded"
+        );
+        // A call with a deadline keeps the factors (3 × 20 outstanding is long past).
+        assert_eq!(l.admit(0, &mut rng, 1 << 40), Admission::RejectQueue);
+        // After the first sample, the factors alone, moving with the limit.
+        let sample = Sample {
+            latency_ns: 5_000_000,
+            duration_ns: 5_000_000,
+            inflight: 20,
+            verdict: crate::engine::Verdict::Success,
+            waited: false,
+        };
+        l.release(1, Some(&sample));
+        while l.queued() > 0 {
+            l.leave_queue();
+        }
+        let mut admitted = 0;
+        while l.admit(2, &mut rng, u64::MAX) != Admission::RejectQueue {
+            admitted += 1;
+        }
+        assert!(
+            admitted < 3 * l.limit(),
+            "{admitted} outstanding past the first sample"
+        );
     }
 }

@@ -23,7 +23,7 @@ pub use options::{
     QueueOptions, RegistryOptions,
 };
 pub use policy_set::{Acquired, KeyStats, PolicySet, RejectReason, StalePermit};
-pub use registry::{KeyHandle, RegistryError, Resolved, StaleHandle};
+pub use registry::{KeyHandle, RegistryError, Resolved, StaleHandle, Worth};
 pub use rng::SplitMix64;
 pub use sample::Sample;
 pub use verdict::Verdict;

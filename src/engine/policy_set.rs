@@ -68,6 +68,8 @@ pub struct KeyStats {
     pub rejections: [u64; 6],
     /// The latency of the last observed call (start → mark, or start → settle), ns.
     pub last_latency_ns: u64,
+    /// Calls released as stuck: their fn had not settled long after the caller's answer.
+    pub stuck: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -80,6 +82,9 @@ pub struct PolicySet {
     verdicts: [u64; 7],
     rejections: [u64; 6],
     last_latency_ns: u64,
+    stuck: u64,
+    /// When a call last settled here (creation time before any): how fresh its state is.
+    last_active: Nanos,
 }
 
 impl PolicySet {
@@ -93,6 +98,8 @@ impl PolicySet {
             verdicts: [0; 7],
             rejections: [0; 6],
             last_latency_ns: 0,
+            stuck: 0,
+            last_active: now,
         }
     }
 
@@ -245,6 +252,7 @@ impl PolicySet {
         let slot = self.permits.release(id).ok_or(StalePermit)?;
         // A clock that went backwards yields 0, never a wrapped-around huge latency.
         let end = now.max(slot.start);
+        self.last_active = end;
         let duration_ns = end - slot.start;
         let latency_ns = if slot.mark != 0 {
             slot.mark - slot.start
@@ -275,6 +283,25 @@ impl PolicySet {
             }
             None => Ok(0),
         }
+    }
+
+    /// Settle a call whose fn never settled, long after its caller was answered (ADR 0602):
+    /// as [`settle`](Self::settle), and counted as stuck.
+    pub fn settle_stuck(
+        &mut self,
+        id: u64,
+        verdict: Verdict,
+        now: Nanos,
+    ) -> Result<u32, StalePermit> {
+        let n = self.settle(id, verdict, now)?;
+        self.stuck += 1;
+        Ok(n)
+    }
+
+    /// When a call last settled on this key (its creation time before the first).
+    #[inline]
+    pub fn last_active(&self) -> Nanos {
+        self.last_active
     }
 
     /// How many waiters could be admitted right now (0 without a limiter). The binding asks
@@ -326,6 +353,7 @@ impl PolicySet {
             verdicts: self.verdicts,
             rejections: self.rejections,
             last_latency_ns: self.last_latency_ns,
+            stuck: self.stuck,
         }
     }
 

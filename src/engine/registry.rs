@@ -1,22 +1,31 @@
 //! The key registry: one policy set per upstream key, at most `maxKeys` of them.
 //!
-//! A new key past the cap evicts the least recently used key with nothing in flight or
-//! queued; when every key is busy the new key is refused (`reason: 'registry'`). Keys may come
+//! A new key past the cap evicts an idle key (nothing in flight or queued), preferring keys in
+//! their default state, least recently used first; a key that is protecting its upstream (a
+//! breaker not closed, a limit cut below `initialLimit`, with a call settled within the last
+//! 10 minutes) is never evicted. When no key can go, the new key is refused (`reason:
+//! 'registry'`): traffic on other keys cannot reset a key's protection (ADR 0606). Keys may come
 //! from untrusted input, so the map uses SipHash with a random key (std `RandomState`, which
 //! resists hash flooding) and key length is bounded. Recency is an intrusive doubly linked
 //! list over slot indices: touch and evict are O(1) and allocate nothing.
 
 use std::collections::HashMap;
 
+use crate::engine::breaker::BreakerState;
 use crate::engine::options::{PolicyOptions, RegistryOptions};
 use crate::engine::policy_set::PolicySet;
 use crate::engine::Nanos;
 
 const NIL: u32 = u32::MAX;
+/// How long a protecting key stays unevictable after its last settle: the limiter's idle
+/// recovery has returned a cut limit to its last healthy value by then (ADR 0106), and an open
+/// breaker has admitted probes many times over (ADR 0606).
+pub const PROTECT_NS: Nanos = 10 * 60 * 1_000_000_000;
 /// Bits of a key handle that hold the slot index (maxKeys ≤ 100 000 < 2^17).
 pub const INDEX_BITS: u32 = 17;
-/// Bits of a key handle that hold the slot's generation.
-pub const GEN_BITS: u32 = 24;
+/// Bits of a key handle that hold the slot's generation: 16, so that a JS handle (53 bits)
+/// leaves 20 bits for the engine (ADR 0603: a million live instances per thread, not 4 096).
+pub const GEN_BITS: u32 = 16;
 const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
 const GEN_MASK: u32 = (1 << GEN_BITS) - 1;
 
@@ -43,6 +52,17 @@ impl std::fmt::Display for RegistryError {
             }
         }
     }
+}
+
+/// What a key's state is worth keeping, for eviction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Worth {
+    /// As a new key would start: breaker closed, limit at `initialLimit`. Evicted first.
+    Default,
+    /// Learned something (a raised limit, or protection older than `PROTECT_NS`). Evicted next.
+    Adapted,
+    /// Protecting its upstream (breaker not closed, or limit cut), recently used. Never evicted.
+    Protecting,
 }
 
 /// A handle that names no live key (its key was evicted): resolve the key again.
@@ -86,7 +106,8 @@ impl Registry {
         Registry {
             opts,
             template,
-            map: HashMap::with_capacity(opts.max_keys.min(4096) as usize),
+            // Grown with the keys: an instance with one key stays small (instances per request).
+            map: HashMap::new(),
             entries: Vec::new(),
             free: Vec::new(),
             head: NIL,
@@ -126,7 +147,7 @@ impl Registry {
         }
         let live = self.entries.len() - self.free.len();
         if live >= self.opts.max_keys as usize {
-            let victim = self.least_recent_idle().ok_or(RegistryError::Full {
+            let victim = self.victim(now).ok_or(RegistryError::Full {
                 max_keys: self.opts.max_keys,
             })?;
             self.remove(victim);
@@ -163,16 +184,47 @@ impl Registry {
         })
     }
 
-    fn least_recent_idle(&self) -> Option<u32> {
+    /// The key to evict for a new one: the least recently used idle key in its default state,
+    /// else the least recently used idle key that protects nothing; `None` when none can go.
+    fn victim(&self, now: Nanos) -> Option<u32> {
+        let mut fallback = None;
         let mut i = self.tail;
         while i != NIL {
             let e = &self.entries[i as usize];
             if e.policies.is_idle() {
-                return Some(i);
+                match self.worth(&e.policies, now) {
+                    Worth::Default => return Some(i),
+                    Worth::Adapted if fallback.is_none() => fallback = Some(i),
+                    _ => {}
+                }
             }
             i = e.prev;
         }
-        None
+        fallback
+    }
+
+    /// What forgetting this key's state would lose.
+    pub fn worth(&self, p: &PolicySet, now: Nanos) -> Worth {
+        let initial = self
+            .template
+            .limiter
+            .as_ref()
+            .map_or(0, |l| l.initial_limit);
+        let limit = p.limiter().map_or(initial, |l| l.limit());
+        let tripped = p
+            .breaker()
+            .is_some_and(|b| b.state(now) != BreakerState::Closed);
+        if tripped || limit < initial {
+            if now.saturating_sub(p.last_active()) < PROTECT_NS {
+                return Worth::Protecting;
+            }
+            return Worth::Adapted;
+        }
+        if limit > initial {
+            Worth::Adapted
+        } else {
+            Worth::Default
+        }
     }
 
     fn remove(&mut self, index: u32) {
@@ -268,5 +320,10 @@ impl Registry {
 
     pub fn options(&self) -> &RegistryOptions {
         &self.opts
+    }
+
+    /// What the live key `name` is worth keeping now, if alive.
+    pub fn worth_of(&self, name: &str, now: Nanos) -> Option<Worth> {
+        self.find(name).map(|p| self.worth(p, now))
     }
 }

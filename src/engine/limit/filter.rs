@@ -1,4 +1,4 @@
-//! Spec §5.2 (Uber: "take a percentile … and smoothe the percentile" with a "median filter"
+//! Uber's aggregation ("take a percentile … and smoothe the percentile" with a "median filter"
 //! and "exponential smoothing"). Median of the last 3 window quantiles (width 3: ours, the
 //! smallest that rejects one outlier window; failsafe-go uses 5, which at 30 s windows is a
 //! 2.5 minute lag), then an EMA with alpha = 1/3 (failsafe-go's "age 5": 2/(5+1)) for rises;

@@ -26,8 +26,7 @@ pub const INTERVAL_OVER_PROBE: f64 = 25.0;
 pub const PROBE_SAMPLES: usize = 32;
 /// The probe's admission limit, as a fraction of the learnt limit (at least `minLimit`). A
 /// quarter drains the upstream whenever the limit is within 4 × its capacity, and a limit
-/// further above converges in two probes. Ours, a guess; ADR 0113 has `minLimit` alone (BBR's
-/// 4 packets) and a half.
+/// further above converges in two probes. Ours, a guess; ADR 0113 has an eighth and a half.
 pub const PROBE_LEVEL: f64 = 0.25;
 /// How long draining may take, in smoothed latencies (at least `PROBE_MIN_NS`): a full client
 /// drains in about one. Ours, a guess; ADR 0113 has 1.5 and 6.

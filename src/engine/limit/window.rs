@@ -1,5 +1,5 @@
 //! One measurement window: the latencies for the quantile, plus what the gates need (health,
-//! peak inflight, how many calls started after the limit last moved). Closing rule (spec §9.1, ADR 0103):
+//! peak inflight, how many calls started after the limit last moved). Closing rule (ADR 0103):
 //! a window may close once it is `window_min` old AND holds enough samples, where "enough"
 //! falls linearly from `min_samples` at `window_min` to 1 at `window_max`. A busy key closes
 //! every 2 s; at 8 calls a minute a window closes at 30 s with whatever it has.
@@ -94,7 +94,7 @@ impl Window {
         self.estimator.quantile()
     }
 
-    /// Spec §9.1: age-based closing with a sample requirement that decays with age.
+    /// Age-based closing with a sample requirement that decays with age.
     #[inline]
     pub fn ready(&self, now: Nanos, min_ns: u64, max_ns: u64, min_samples: u32) -> bool {
         let age = now.saturating_sub(self.start);

@@ -149,7 +149,7 @@ impl Probe {
         while (interval as f64) < INTERVAL_OVER_PROBE * expected && interval < (1 << 50) {
             interval *= 2;
         }
-        self.next_at = (self.last / interval + 1) * interval;
+        self.next_at = (self.last / interval + 1).saturating_mul(interval);
     }
 
     /// Whether the last measurement was near the baseline (then later intervals scale with the
@@ -201,7 +201,7 @@ impl Probe {
                 }
                 self.n = 0;
                 self.state = State::Draining {
-                    until: now + bound(DRAIN_LATENCIES, latency_ns),
+                    until: now.saturating_add(bound(DRAIN_LATENCIES, latency_ns)),
                 };
                 self.tick(now, inflight, level, latency_ns)
             }
@@ -209,7 +209,7 @@ impl Probe {
                 if inflight <= level {
                     self.state = State::Measuring {
                         drained: now,
-                        until: now + bound(MEASURE_LATENCIES, latency_ns),
+                        until: now.saturating_add(bound(MEASURE_LATENCIES, latency_ns)),
                         want: (3 * level as usize).clamp(8, PROBE_SAMPLES) as u8,
                         started: 0,
                     };
@@ -280,7 +280,7 @@ impl Probe {
         self.state = State::Settling {
             drained,
             closed: now,
-            until: now + bound(MEASURE_LATENCIES, latency_ns),
+            until: now.saturating_add(bound(MEASURE_LATENCIES, latency_ns)),
             want,
             started,
         };

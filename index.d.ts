@@ -119,7 +119,7 @@ export interface ResilixOptions {
    * limit (at least `minLimit`) until this client's calls drain, and the next calls are timed.
    * Nothing is refused for it; the extra calls wait. Phased on the wall clock, so processes that
    * share an upstream probe it together. Doubles for slow upstreams (at most ~2 % of the time).
-   * `0` never probes. Default 10 000 (BBR's ProbeRTT interval). Integer 0 or 1 000…2 147 483 647.
+   * `0` never probes. Default 10000 (BBR's ProbeRTT interval). Integer 0 or 1 000…2 147 483 647.
    */
   probeIntervalMs?: number
   /** The control loop runs on settle at most this often, ms. Default 100 (Envoy "concurrency update interval 0.1s"). */

@@ -72,7 +72,7 @@ export interface NativeOptions {
   breakerHalfOpenProbes?: number
   /** Maximum concurrent calls per key; absent: no bulkhead. */
   bulkheadMaxConcurrent?: number
-  /** Default 1000 (DESIGN.md). */
+  /** Default 1000. */
   maxKeys?: number
   /** Default 512 bytes (ours). */
   maxKeyLength?: number

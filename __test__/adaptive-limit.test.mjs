@@ -1,7 +1,6 @@
-// Issue 5's "a 429 storm lowers the limit", for the adaptive algorithms. This file tests the
-// limit ALGORITHMS (issue 3); before they are merged every algorithm behaves as a fixed limit
-// and these tests fail by design. The breaker half (the storm leaves it closed) is in
-// policies.test.mjs and holds today.
+// "A 429 storm lowers the limit", for each adaptive algorithm (aimd, vegas, gradient2): overloads
+// cut the limit between windows, and the breaker stays closed (overload is not a failure).
+// The breaker half with pinned limits is in policies.test.mjs.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Resilix } from '../index.js'

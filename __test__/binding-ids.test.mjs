@@ -1,4 +1,4 @@
-// Issue 8: engine ids and verdict codes cross as numbers. The binding takes them as f64 and
+// Engine ids and verdict codes cross as numbers. The binding takes them as f64 and
 // refuses non-integers, so NaN, ±Infinity, 1e300 or 1.5 never coerce to engine 0 or to a real
 // verdict (napi's u32 conversion would). The public API never passes such values; the
 // binding's own contract ("never corrupted state") is what is tested here.

@@ -1,4 +1,4 @@
-// Issue 8: the binding under bad input, called directly (native.js), and a forced panic.
+// The binding under bad input, called directly (native.js), and a forced panic.
 // Contract (src/binding/codes.rs): hot-path functions never throw for a bad number; they return
 // a negative code (STALE_HANDLE -2, STALE_PERMIT -4, BAD_VERDICT -5) and change nothing. A value
 // of the wrong JS type is a thrown Error (code NumberExpected / StringExpected). Neither ever

@@ -5,7 +5,7 @@ import { fixed, sleep, honoursSignal, keepAlive } from './helpers.mjs'
 
 const verdicts = (rx, key) => rx.stats(key).verdicts
 
-// DESIGN.md's verdict table, one row per case: what fn does → the verdict the policies saw.
+// The verdict table (docs/design.md), one row per case: what fn does → the verdict the policies saw.
 const rows = [
   ['resolves with no status', async () => 'ok', 'success'],
   ['resolves with a plain number', () => 7, 'success'],

@@ -1,4 +1,4 @@
-// Issue 8: misbehaving fns. Each case runs on the three paths a call can take: plain (no
+// Misbehaving fns. Each case runs on the three paths a call can take: plain (no
 // deadline, no signal), guarded (a deadline) and woken from the queue (fn starts inside a
 // settle). The caller gets exactly what fn did, and the accounting is exact afterwards.
 import { test } from 'node:test'

@@ -1,4 +1,4 @@
-// Issue 5, Node side: breaker, bulkhead and timeout as a caller sees them, and the events.
+// Node side: breaker, bulkhead and timeout as a caller sees them, and the events.
 // Limits are pinned (algorithm 'fixed'); the adaptive half of "a 429 storm lowers the limit"
 // is in adaptive-limit.test.mjs.
 import { test } from 'node:test'

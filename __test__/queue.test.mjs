@@ -1,4 +1,4 @@
-// Issue 4, Node side: the queue as a caller sees it. A pinned limit (algorithm 'fixed') so that
+// Node side: the queue as a caller sees it. A pinned limit (algorithm 'fixed') so that
 // the boundaries (L, 2L, 3L on outstanding calls) do not move under the test.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'

@@ -1,4 +1,4 @@
-// The README is the reference (issue 9): it must not drift from the typed surface. These checks
+// The README is the reference: it must not drift from the typed surface. These checks
 // read README.md and index.d.ts as text: every option has a row in the Options table with the
 // default index.d.ts states, every verdict and every rejection reason has a row, the first screen
 // is for npm users, and the repository commands stay in Development.

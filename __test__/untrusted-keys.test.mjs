@@ -1,4 +1,4 @@
-// Issue 8: untrusted keys. 2 000 000 distinct keys in a row (as from URL hosts) while ten keys
+// Untrusted keys. 2 000 000 distinct keys in a row (as from URL hosts) while ten keys
 // stay busy: at most maxKeys (1000) alive, no busy key evicted, memory flat once warm. Run in
 // a child with --expose-gc so that heap and RSS are measured after full collections.
 import { test } from 'node:test'

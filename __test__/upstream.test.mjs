@@ -1,4 +1,4 @@
-// Issue 8: a real upstream. An HTTP server in a child process (fixtures/upstream-server.cjs,
+// A real upstream. An HTTP server in a child process (fixtures/upstream-server.cjs,
 // a true concurrency bottleneck) is called through execute() with global fetch and with
 // undici 7's request. Mid-run it is frozen (SIGSTOP: calls time out), then killed (SIGKILL:
 // calls fail), then restarted on the same port. The breaker opens, nothing hangs, and with the

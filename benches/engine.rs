@@ -1,4 +1,4 @@
-//! Criterion benches of the pure engine (issue 7), through its public API only so that they
+//! Criterion benches of the pure engine, through its public API only so that they
 //! follow the algorithms as they land. `cargo bench --bench engine`.
 //!
 //! - acquire+settle with the default policy set (breaker → Vegas limiter + queue), time advancing;

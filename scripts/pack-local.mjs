@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run pack:local`: writes to dist-pack/ the two tarballs a user on this machine would install from the
+// `npm run pack:local`: writes to dist-pack/ the two tarballs a user on this platform would install from the
 // registry: resilix-<version>.tgz (JS, typings, loader) and resilix-<abi>-<version>.tgz (this platform's
 // binary, from npm/<abi>/ + the built .node file).
 //

@@ -1,4 +1,4 @@
-//! Zero steady-state allocation (spec §10, issue 7): after a warm-up, 100 000 calls through
+//! Zero steady-state allocation: after a warm-up, 100 000 calls through
 //! every path of the engine — window rolls, idle gaps that reset baselines, queue admission and
 //! rejection, bulkhead refusals, breaker transitions, registry touches, marks, every verdict —
 //! allocate nothing. A counting global allocator counts this thread's allocations only, so the

@@ -505,7 +505,7 @@ fn breaker_stays_small() {
 
 #[test]
 fn shadow_breaker_reports_when_the_slow_call_condition_trips() {
-    // The production incident shape (SCENARIOS.md): 60 calls/s at 350 ms until 200 s, then the
+    // The `production` scenario: 60 calls/s at 350 ms until 200 s, then the
     // upstream (50 concurrent) takes 10.4 s per call with no errors, so slow results arrive at
     // ~4.8/s from 210.4 s while the fast ones age out of the 30 s window. On the defaults the
     // slow-call rate reaches 50 % when 4.8 (t - 210.4) ≈ 60 (230 - t): t ≈ 228.5 s. The bucketed

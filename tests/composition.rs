@@ -1,4 +1,4 @@
-//! Policies composed through the Engine (spec §8): breaker → limiter (+ queue) → bulkhead.
+//! Policies composed through the Engine: breaker → limiter (+ queue) → bulkhead.
 //! A call refused by an outer policy never reaches an inner one; a call refused by an inner
 //! policy gives back what the outer ones granted.
 
@@ -314,7 +314,7 @@ fn transitions_are_visible_through_the_engine() {
 #[test]
 fn the_limiter_keeps_observing_while_the_breaker_is_closed_by_429s() {
     // A 429 storm: the breaker stays closed (overload is not a failure), so the limiter keeps
-    // receiving samples (spec §8).
+    // receiving samples (ADR 0108).
     let (mut e, h) = engine(PolicyOptions {
         breaker: Some(BreakerOptions::default()),
         limiter: Some(fixed(4, None)),

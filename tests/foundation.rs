@@ -1,4 +1,4 @@
-//! Foundation tests (issue 2): registry cap and eviction, busy keys never evicted, permit
+//! Foundation tests: registry cap and eviction, busy keys never evicted, permit
 //! accounting, stale and double settles, verdict mapping. Time is plain numbers.
 
 use resilix::engine::{

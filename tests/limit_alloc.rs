@@ -1,5 +1,5 @@
-//! The adaptive limit allocates nothing after construction (spec §10 "zero steady-state
-//! allocation"): samples of every verdict, window closes, baseline resets, idle recovery.
+//! The adaptive limit allocates nothing after construction (zero steady-state
+//! allocation): samples of every verdict, window closes, baseline resets, idle recovery.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,5 +1,5 @@
-//! Rough per-call cost of the adaptive limit (on_acquire + on_sample), for the spec's "1 µs per
-//! request" target. Ignored by default; run in release:
+//! Rough per-call cost of the adaptive limit (on_acquire + on_sample), against a target of 1 µs per
+//! request. Ignored by default; run in release:
 //! `cargo test --release --test limit_cost -- --ignored --nocapture`.
 
 use resilix::engine::limit::Limit;

@@ -1,4 +1,4 @@
-//! Engine memory per key (issue 7 target: ≤ 2 KiB with the default policies). A byte-counting
+//! Engine memory per key (target: ≤ 2 KiB with the default policies). A byte-counting
 //! allocator measures what the engine really holds — registry map, entry, name, policy set,
 //! permit slab — for 1000 keys that each ran a few concurrent calls, divided by 1000.
 

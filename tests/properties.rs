@@ -1,4 +1,4 @@
-//! Property tests of the engine (issue 8), against the public `Engine` API only, so they keep
+//! Property tests of the engine, against the public `Engine` API only, so they keep
 //! holding whatever the limit algorithms become.
 //!
 //! Random option sets (including extremes: min = max = 1, limits up to the cap, 1 ms windows,

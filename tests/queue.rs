@@ -1,4 +1,4 @@
-//! The spec §7 queue shape on a fixed limit (issue 4): each region, the ramp's rejection
+//! The queue shape (ADR 0005) on a fixed limit: each region, the ramp's rejection
 //! fraction, FIFO accounting, and `queue: None`. (Boundaries moving with the limit: the unit
 //! tests in src/engine/limiter.rs.)
 

@@ -1,4 +1,4 @@
-// Issue 2: execute overhead over a bare awaited call with the fixed limit (CPU time, 9 interleaved
+// execute overhead over a bare awaited call with the fixed limit (CPU time, 9 interleaved
 // rounds of 200 000 calls, median). `node benches/node/execute-fixed.mjs`
 import { Resilix } from '../../index.js'
 const rx = new Resilix({ algorithm: 'fixed', initialLimit: 100, breaker: false })

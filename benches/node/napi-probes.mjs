@@ -1,7 +1,7 @@
 // Attributes the cost of one hot-path crossing: the napi-derive wrapper, catch_unwind, the
 // clock, the engine table, the engine's work. Needs the addon built with `--features probes`:
-//   npx napi build --platform --release --features probes --output-dir /tmp/probes
-//   node benches/node/napi-probes.mjs /tmp/probes/resilix.linux-x64-gnu.node
+//   npx napi build --platform --release --features probes --output-dir target/probes
+//   node benches/node/napi-probes.mjs target/probes/resilix.linux-x64-gnu.node
 // Interleaved rounds; prints the median ns per call of each probe.
 import { createRequire } from 'node:module'
 

@@ -8,7 +8,7 @@
 // numbers come from is shared, and time slices lost to other processes are not our cost.
 // Set BENCH_WALL=1 to use wall time instead. BENCH_QUICK=1 runs a short smoke version.
 // BENCH_BASELINE=/path/to/other/checkout/index.js adds that build's rows, interleaved with
-// these (a before/after comparison in one process: across processes this machine varies ±30 %).
+// these (a before/after comparison in one process: across processes a shared VM varies ±30 %).
 import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
 

@@ -1,4 +1,4 @@
-//! The breaker's documented trip rule (DESIGN.md "Breaker", `BreakerOptions` defaults),
+//! The breaker's documented trip rule (ADR 0200, `BreakerOptions` defaults),
 //! computed independently of src/engine/breaker.rs as a cross-check of the production
 //! scenario's trip time: open when, over the last `window_ms` of results and with at least
 //! `minimum_calls` of them, the slow fraction (latency ≥ `slow_call_ms`, honouring mark) or

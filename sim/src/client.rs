@@ -68,7 +68,7 @@ impl Row {
     /// The algorithm's window in seconds, to express times in windows; `None` when it has none.
     pub fn window_s(self) -> Option<f64> {
         match self {
-            // windowMinMs (spec §6): the window length whenever enough samples arrive.
+            // windowMinMs: the window length whenever enough samples arrive.
             Row::Resilix(Algorithm::Fixed) => None,
             Row::Resilix(_) => Some(LimiterOptions::default().window_min_ms as f64 / 1000.0),
             // Netflix WindowedLimit: min = max window time = 1 s.

@@ -3,7 +3,7 @@
 
 use resilix::engine::SplitMix64;
 
-/// The log-normal's mean is `median · exp(σ²/2)`; for σ = 0.3 that is 1.046 · S (SCENARIOS.md).
+/// The log-normal's mean is `median · exp(σ²/2)`; for σ = 0.3 that is 1.046 · S.
 pub fn lognormal_mean_factor(sigma: f64) -> f64 {
     (sigma * sigma / 2.0).exp()
 }

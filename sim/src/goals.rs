@@ -1,12 +1,12 @@
-//! Goals for the `vegas` row. The issue's goals are stricter than the spec; the failure-mode
-//! goals are ours ("what passing the reported failure looks like") and say so. They are
-//! reported, met or not; they never change a scenario.
+//! Goals for the `vegas` row, stricter than the acceptance tests; the failure-mode goals are
+//! ours ("what passing the reported failure looks like") and say so. They are reported, met or
+//! not; they never change a scenario.
 
 pub struct Goal {
     pub metric: &'static str,
     pub text: &'static str,
     pub ok: fn(f64) -> bool,
-    /// `true`: from issue 6; `false`: ours, for a REFERENCE.md failure mode.
+    /// `true`: a project goal for the scenario; `false`: ours, for a reported failure mode.
     pub from_issue: bool,
 }
 

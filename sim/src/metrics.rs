@@ -1,4 +1,4 @@
-//! Metrics per run, with the names the JSON uses (issue 6). A value is `None` when the thing
+//! Metrics per run, with the names the JSON uses. A value is `None` when the thing
 //! measured never happened (never converged, never tripped): the JSON prints `null`.
 
 use resilix::engine::Verdict;
@@ -9,7 +9,7 @@ use crate::trace::{Trace, TICK_NS};
 
 pub type Metric = (&'static str, Option<f64>);
 
-/// Band around a target the limit must stay in to count as converged (spec §10: ±20 %).
+/// Band around a target the limit must stay in to count as converged (±20 %).
 pub const BAND: f64 = 0.2;
 
 fn tick(t_s: f64) -> usize {

@@ -1,6 +1,7 @@
 //! The `netflix-vegas` comparison row: a model of Netflix concurrency-limits' SimpleLimiter
-//! over `WindowedLimit(VegasLimit)` with their defaults, as REFERENCE.md describes it. It is
-//! written from that description for comparison only; resilix's own code is in src/engine.
+//! over `WindowedLimit(VegasLimit)` with their defaults, as their source and docs describe it
+//! (ADR 0301). Written from that description for comparison only; resilix's own code is in
+//! src/engine.
 //!
 //! - Admission Netflix's way: run if `inflight < limit`, else refuse (no queue).
 //! - Release outcomes: success → sample; timeout or 429/503 → dropped (their `onDropped`:

@@ -1,6 +1,6 @@
-//! The scenarios, exactly as ../shared/SCENARIOS.md sets them up, plus one scenario per failure
-//! mode of REFERENCE.md. A scenario is data: the world at t = 0 and a list of timed changes.
-//! Choices SCENARIOS.md leaves open are written next to the field and in docs/notes/sim.md.
+//! The scenarios (README, "Simulator"), plus one scenario per failure mode reported against
+//! other limiters. A scenario is data: the world at t = 0 and a list of timed changes.
+//! Modelling choices are written next to the field and in the README's "Simulator" section.
 
 use crate::dist::lognormal_mean_factor;
 
@@ -68,7 +68,7 @@ impl Service {
             Some((p, m2)) => ((1.0 - p) * self.median_ns + p * m2) * f,
         }
     }
-    /// The p90 of the service time alone (no-load latency, SCENARIOS.md). Unimodal only.
+    /// The p90 of the service time alone (no-load latency). Unimodal only.
     pub fn p90_ns(&self) -> f64 {
         self.median_ns * (self.sigma * crate::dist::Z90).exp()
     }
@@ -187,7 +187,7 @@ fn common(name: &'static str, about: &'static str, secs: f64, measure: Measure) 
     }
 }
 
-/// SCENARIOS.md's table, in order, then REFERENCE.md's failure modes.
+/// The common scenarios, in order, then the reported failure modes.
 pub fn all() -> Vec<Scenario> {
     let mut v = Vec::new();
 
@@ -372,7 +372,7 @@ pub fn all() -> Vec<Scenario> {
         v.push(sc);
     }
 
-    // REFERENCE.md failure modes, each on the common world.
+    // Failure modes reported against other limiters, each on the common world.
     let mut sc = common(
         "lucky-fast-sample",
         "Netflix #37/#34: 0.5% of calls answer in 1ms (a cache hit)",
@@ -503,7 +503,7 @@ pub fn all() -> Vec<Scenario> {
     v
 }
 
-/// Calls per second C servers complete: C / mean service time (SCENARIOS.md "Capacity").
+/// Calls per second C servers complete: C / mean service time.
 pub fn capacity_per_s(servers: u32, service: &Service) -> f64 {
     servers as f64 * SEC as f64 / service.mean_ns()
 }

@@ -1,8 +1,8 @@
-//! Spec §10's acceptance criteria for the `vegas` row, each on its SCENARIOS.md scenario,
-//! through the real engine. They are requirements, not the issue's stricter goals (those are
+//! The acceptance criteria for the `vegas` row, each on its scenario, through the real
+//! engine. They are requirements, not the stricter goals in sim/src/goals.rs (those are
 //! reported by `resilix-sim`, met or not). Each runs one seed: the simulator is deterministic.
 //!
-//! None is ignored: they guard the adaptive limit (issue 3) against regressions.
+//! None is ignored: they guard the adaptive limit against regressions.
 
 use resilix::engine::Algorithm;
 use resilix_sim::client::Row;

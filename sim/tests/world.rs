@@ -98,7 +98,7 @@ fn mark_is_what_the_limiter_sees_for_streams() {
 
 #[test]
 fn netflix_vegas_behaves_like_reference_md_windowed_vegas() {
-    // REFERENCE.md, WindowedLimit(Vegas): converge 1.06 C within seconds; capacity-halves
+    // Netflix's WindowedLimit(Vegas), measured (ADR 0301): converge 1.06 C within seconds; capacity-halves
     // re-converges (18.3 s, restore 3.7 s); low-traffic never reacts; fleet Σ ≈ 3.1 C.
     let m = metrics_of(&scenario("converge"), Row::NetflixVegas, 1);
     let r = get(&m, "meanLimitOverCapacity").unwrap();

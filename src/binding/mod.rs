@@ -1,8 +1,8 @@
 //! The N-API binding: thin, no policy logic. It reads the clock, converts numbers, and maps
 //! engine outcomes to numeric codes (hot path) or JS errors (construction, bad input).
 //!
-//! Hot-path functions are plain functions taking a numeric handle: REFERENCE.md measured them
-//! at half the cost of class methods. Every function is `catch_unwind`: a Rust panic becomes a
+//! Hot-path functions are plain functions taking a numeric handle: measured at half
+//! the cost of class methods (ADR 0500). Every function is `catch_unwind`: a Rust panic becomes a
 //! JS exception, never an abort of the Node process.
 
 // Under `cargo test` napi-derive registers nothing, so the binding reads as dead code there.

@@ -1,5 +1,5 @@
 //! Options as they cross from JS: all optional, defaults applied here from the engine's
-//! `Default`s (spec §6). `index.js` has already checked types; ranges are checked by the
+//! `Default`s. `index.js` has already checked types; ranges are checked by the
 //! engine's `validate`, which names the option.
 
 use napi::{Error, Result, Status};
@@ -60,7 +60,7 @@ pub struct NativeOptions {
     pub breaker_half_open_probes: Option<f64>,
     /// Maximum concurrent calls per key; absent: no bulkhead.
     pub bulkhead_max_concurrent: Option<f64>,
-    /// Default 1000 (DESIGN.md).
+    /// Default 1000.
     pub max_keys: Option<f64>,
     /// Default 512 bytes (ours).
     pub max_key_length: Option<f64>,

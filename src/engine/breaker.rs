@@ -6,11 +6,11 @@
 //!   "equal or greater"). Independently, `consecutive_failures` failures in a row open it
 //!   whatever the volume: the low-traffic backstop (8 calls a minute never fill a window).
 //! - **Open**: every call is refused. After `open_ms` the *next acquire* moves it to half-open
-//!   (no timer: spec §9.5).
+//!   (no timer: ADR 0001).
 //! - **Half-open**: admits `half_open_probes` probes and refuses the rest. A probe that fails or
 //!   is slow reopens it; when all probes succeed it closes with an empty window.
 //!
-//! Verdicts (spec §8): `Failure` and `Timeout` are failures; `Overload` and `Answered` are not
+//! Verdicts (ADR 0108): `Failure` and `Timeout` are failures; `Overload` and `Answered` are not
 //! (the upstream answered); `Rejected` and `Cancelled` are ignored, and a probe whose call was
 //! ignored gives its probe place back. Slowness is judged on the latency sample (start → first
 //! `mark()`, else start → settle), so a 45 s stream with a 280 ms first token is not slow.

@@ -35,7 +35,7 @@ impl Limiter {
     /// Decide a new call; counts it as in flight or queued accordingly. `budget_ns` is the
     /// time the caller will wait at most (`u64::MAX`: no deadline): a call that would have to
     /// queue longer than its budget allows is refused at once (`'queue'`) rather than left to
-    /// time out in the queue (spec §7: queueing must not silently eat a deadline).
+    /// time out in the queue (queueing must not silently eat a deadline: ADR 0110).
     #[inline]
     pub fn admit(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Admission {
         self.limit.on_acquire(now, self.inflight);
@@ -143,7 +143,7 @@ impl Limiter {
 
 #[cfg(test)]
 mod tests {
-    //! The queue boundaries are factors of the *current* limit (issue 4): they move with it.
+    //! The queue boundaries are factors of the *current* limit: they move with it.
     //! A test-only setter stands in for an adapting algorithm.
     use super::*;
     use crate::engine::limit::FixedLimit;

@@ -1,17 +1,17 @@
-//! Validated policy options. Every default carries its provenance (spec §6); a guess says so.
+//! Validated policy options. Every default carries its provenance; a guess says so.
 //! Validation lives here, once, for the binding, the simulator and the tests alike: an error
 //! names the option and the allowed range.
 
 use std::fmt;
 
-/// Which limit algorithm adapts the concurrency limit (spec §4).
+/// Which limit algorithm adapts the concurrency limit (docs/design.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
-    /// Default: Uber and Netflix both chose Vegas for this problem (spec §4.1).
+    /// Default: Uber and Netflix both chose Vegas for this problem (ADR 0104).
     Vegas,
-    /// Netflix Gradient2 with Envoy's sqrt(limit) headroom (spec §4.2).
+    /// Netflix Gradient2 with Envoy's sqrt(limit) headroom (ADR 0105).
     Gradient2,
-    /// Error-driven fallback, only when selected (spec §4.3).
+    /// Error-driven fallback, only when selected.
     Aimd,
     /// The limit never moves: `initialLimit` always.
     Fixed,
@@ -37,7 +37,7 @@ impl Algorithm {
     }
 }
 
-/// Queue boundaries as factors of the current limit (spec §7, failsafe-go `WithQueueing(2, 3)`).
+/// Queue boundaries as factors of the current limit (ADR 0005, failsafe-go `WithQueueing(2, 3)`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct QueueOptions {
     /// Outstanding calls up to `initialFactor × limit` wait without rejection. Default 2.
@@ -60,11 +60,11 @@ pub struct LimiterOptions {
     pub algorithm: Algorithm,
     /// 20: Netflix VegasLimit/Gradient2Limit source.
     pub initial_limit: u32,
-    /// 4: ours, a guess (spec §6): keeps a trickle flowing so recovery is observable.
+    /// 4: ours, a guess: keeps a trickle flowing so recovery is observable.
     pub min_limit: u32,
     /// 200: Netflix Gradient2Limit.
     pub max_limit: u32,
-    /// 0.9: Envoy and Uber defaults, independently (spec §5.2).
+    /// 0.9: Envoy and Uber defaults, independently.
     pub quantile: f64,
     /// 0.2: Netflix Gradient2Limit.
     pub smoothing: f64,
@@ -74,7 +74,7 @@ pub struct LimiterOptions {
     pub window_min_ms: u64,
     /// 30 000 ms: Uber ("maximum 30").
     pub window_max_ms: u64,
-    /// 50: failsafe-go; adaptive at low traffic (spec §9.1, see README).
+    /// 50: failsafe-go; adaptive at low traffic (ADR 0103).
     pub min_samples: u32,
     /// 10 000 ms: how often the baseline is re-measured by a probe (ADR 0113); BBR's ProbeRTT
     /// interval. 0: never.
@@ -84,7 +84,7 @@ pub struct LimiterOptions {
     pub clock_offset_ns: u64,
     /// 100 ms: Envoy "concurrency update interval 0.1s".
     pub update_interval_ms: u64,
-    /// 0.9: AIMD backoff ratio, Netflix AIMDLimit default (spec §4.3 flags 0.5 as misconfigured).
+    /// 0.9: AIMD backoff ratio, Netflix AIMDLimit default (0.5 is too harsh a cut).
     pub backoff_ratio: f64,
     /// `None` is `queue: false`: reject at the limit with reason `'limit'`.
     pub queue: Option<QueueOptions>,
@@ -123,7 +123,7 @@ pub struct BreakerOptions {
     pub slow_call_rate: f64,
     /// A call whose latency (honouring `mark()`) is at least this is slow. 5 000 ms: a guess
     /// (resilience4j uses 60 s, as long as a typical client timeout: it would never see the
-    /// spec's production incident, p50 0.35 s → 10.4 s). The simulator compares against it.
+    /// production incident, p50 0.35 s → 10.4 s). The simulator compares against it.
     pub slow_call_ms: u64,
     /// Rates are judged only once the window holds this many calls. 20: Hystrix
     /// `requestVolumeThreshold` and MicroProfile Fault Tolerance `requestVolumeThreshold`
@@ -181,10 +181,10 @@ impl Default for PolicyOptions {
     }
 }
 
-/// Registry bounds (DESIGN.md "Registry").
+/// Registry bounds (docs/design.md "Registry").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegistryOptions {
-    /// 1 000 keys: DESIGN.md.
+    /// 1 000 keys: bounds memory; beyond it an idle key is evicted (ADR 0003).
     pub max_keys: u32,
     /// 512 UTF-8 bytes: ours. A host name is at most 253; longer keys are refused, not truncated.
     pub max_key_length: u32,

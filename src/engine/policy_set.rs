@@ -1,4 +1,4 @@
-//! One key's policies, composed in the spec's order (§8), outermost first:
+//! One key's policies, composed in this order, outermost first:
 //! breaker → limiter (+ queue) → bulkhead. The timeout lives in JS.
 
 use crate::engine::breaker::{Breaker, BreakerState, BreakerTransition};

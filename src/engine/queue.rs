@@ -1,6 +1,6 @@
-//! Admission against the limit, with the spec §7 queue shape. Pure: counts in, decision out.
+//! Admission against the limit, with a queue (ADR 0005). Pure: counts in, decision out.
 //!
-//! Counted on total outstanding calls `o = inflight + queued` (the spec's diagram; failsafe-go
+//! Counted on total outstanding calls `o = inflight + queued` (ADR 0005; failsafe-go
 //! counts only waiters, see README): below `L` run at once; up to `initialFactor·L` wait; up to
 //! `maxFactor·L` wait with a rejection chance rising linearly from 0 to 1; beyond, reject.
 

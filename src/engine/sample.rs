@@ -5,7 +5,7 @@ use crate::engine::Verdict;
 /// One observation. Time enters the algorithms only through samples and `now`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sample {
-    /// Start → `mark()` when mark was called, else start → settle (spec §5.1).
+    /// Start → `mark()` when mark was called, else start → settle.
     pub latency_ns: u64,
     /// Start → settle: how long the call held its slot (a 45 s stream holds it 45 s).
     pub duration_ns: u64,

@@ -1,4 +1,4 @@
-//! The outcome of one call, as the policies see it (DESIGN.md "Verdicts", spec §8).
+//! The outcome of one call, as the policies see it (docs/design.md "Verdicts", ADR 0108).
 
 /// How a settled call is classified. The JS layer maps results to these; the numeric
 /// codes are the wire format of the binding's `settle`, so they are fixed.

@@ -533,7 +533,7 @@ fn rejected_and_cancelled_never_reach_the_algorithm() {
     assert_eq!(lim.limit_stats().window_samples, 0);
 }
 
-// ---------------------------------------------------------------- control loop (§9.5)
+// ---------------------------------------------------------------- control loop (no timers)
 
 #[test]
 fn updates_no_more_often_than_the_update_interval() {
@@ -612,7 +612,7 @@ fn no_idle_recovery_while_calls_are_in_flight() {
     assert_eq!(l.current(), 4);
 }
 
-// ---------------------------------------------------------------- low traffic (§9.1)
+// ---------------------------------------------------------------- low traffic (ADR 0103)
 
 fn low_traffic(alg: Algorithm) -> (Option<u64>, u32, u32) {
     let mut sim = Sim::new(opts(alg));
@@ -679,7 +679,7 @@ fn too_few_samples_per_window_still_closes_windows() {
     assert!(l.current() < start, "{start} → {}", l.current());
 }
 
-// ---------------------------------------------------------------- streaming (§5.1, §9.2)
+// ---------------------------------------------------------------- streaming (ADR 0109)
 
 #[test]
 fn streams_learn_from_time_to_first_token() {
@@ -730,7 +730,7 @@ fn per_key_memory_is_small() {
     );
 }
 
-// ---------------------------------------------------------------- REFERENCE.md failure modes
+// ---------------------------------------------------------------- reported failure modes
 
 /// Netflix #37 / #34: one lucky fast response becomes the no-load baseline; the limit collapses.
 #[test]
@@ -971,7 +971,7 @@ fn regression_failsafe_go_too_few_samples_per_window() {
     too_few_samples_per_window_still_closes_windows();
 }
 
-/// Spec §5.3: a permanent shift of the upstream's normal latency is learnt (the running
+/// A permanent shift of the upstream's normal latency is learnt (the running
 /// minimum of Netflix's Vegas never recovers from it).
 #[test]
 fn baseline_recovers_from_a_permanent_shift() {
@@ -1008,7 +1008,7 @@ fn baseline_recovers_from_a_permanent_shift() {
     );
 }
 
-/// SCENARIOS.md `idle` (σ = 0.3): converge 200 s; 200–300 s every call times out; 300–900 s no
+/// The `idle` scenario (σ = 0.3): converge 200 s; 200–300 s every call times out; 300–900 s no
 /// calls; 900–1100 s N = 200 again. The limit at resumption reflects the idle time and is back
 /// within ±20 % of the pre-fault mean by 1 100 s.
 #[test]
@@ -1054,7 +1054,7 @@ fn scenario_idle() {
     }
 }
 
-/// SCENARIOS.md `production`: C = 50, S = 350 ms, open loop 60 calls/s; at 200 s S becomes
+/// The `production` scenario: C = 50, S = 350 ms, open loop 60 calls/s; at 200 s S becomes
 /// 10.4 s with no errors; timeout 60 s. The limiter must shed before the breaker's slow-call
 /// condition could trip: the first slow call (≥ 5 s, `breaker.slowCallMs`) settles 10.4 s after
 /// the change, so the breaker cannot trip before ~210 s.

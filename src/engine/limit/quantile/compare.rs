@@ -1,4 +1,4 @@
-//! Spec §9.3: both estimators against exact quantiles on bursty, skewed (log-normal) and
+//! Both estimators against exact quantiles on bursty, skewed (log-normal) and
 //! bimodal inputs. `cargo test --lib quantile_error_table -- --nocapture` prints the table that
 //! goes to BENCHMARKS.md; the test asserts the shipped estimator's bound so it cannot regress.
 

@@ -1,7 +1,7 @@
 //! What ships: the sorted ring while it is exact, P² beyond. The ring keeps the window's
 //! largest 64 samples, which answers p90 exactly up to ~620 samples per window (every
 //! low- and mid-traffic window); P² (five markers) runs alongside and answers for busier
-//! windows, where its error is lowest (error table in docs/notes/limit.md, ADR 0101).
+//! windows, where its error is lowest (error table in BENCHMARKS.md, ADR 0101).
 //! Memory: 272 + 136 bytes; per sample one insertion into 64 f32 and one P² update.
 
 use super::p2::P2;

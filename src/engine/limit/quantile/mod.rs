@@ -1,6 +1,6 @@
-//! Per-window quantile estimators (spec §9.3). Both are fixed-size and never allocate.
-//! `Hybrid` (the ring while exact, P² beyond) is shipped: see `docs/adr/0101-quantile-estimator.md`
-//! and the error table in `docs/notes/limit.md`.
+//! Per-window quantile estimators. Both are fixed-size and never allocate.
+//! `Hybrid` (the ring while exact, P² beyond) is shipped: see
+//! `docs/adr/0101-quantile-estimator.md`; the error table is in BENCHMARKS.md.
 
 pub mod hybrid;
 pub mod p2;

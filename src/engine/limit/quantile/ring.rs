@@ -1,4 +1,4 @@
-//! The bounded sorted ring (spec §9.3), specialised for an upper quantile: it keeps the
+//! The bounded sorted ring, specialised for an upper quantile: it keeps the
 //! largest `N` (= 64) samples of the window, sorted. For q = 0.9 the answer is the
 //! (1 − q)·(n − 1)-th value from the top, so the estimate is *exact* up to ~620 samples per
 //! window. Beyond that the window is thinned: one sample in `stride` is accepted, the kept
@@ -8,7 +8,7 @@
 
 use super::QuantileEstimator;
 
-/// Capacity: spec §9.3 bounds the ring at 64 samples.
+/// Capacity: 64 samples keep p90 exact up to ~620 samples per window (ADR 0101).
 pub const RING_CAPACITY: usize = 64;
 
 #[derive(Clone, Debug)]

@@ -7,7 +7,7 @@ use resilix::engine::{Algorithm, LimiterOptions, Sample, Verdict, NANOS_PER_MS};
 use std::time::Instant;
 
 #[test]
-#[ignore]
+#[ignore = "prints a timing, asserts nothing: cargo test --release --test limit_cost -- --ignored --nocapture"]
 fn ns_per_call() {
     for algorithm in [Algorithm::Vegas, Algorithm::Gradient2, Algorithm::Aimd] {
         let opts = LimiterOptions {

@@ -10,8 +10,7 @@
 //! - latency: when the window is ready (`Window::ready`), its quantile feeds the filter, the
 //!   baseline and the algorithm.
 
-use super::baseline::{Baseline, PROBE_JUMP};
-use super::filter::LatencyFilter;
+use super::baseline::{Track, PROBE_JUMP};
 use super::gates;
 use super::probe::{Hold, Measured, Probe, PROBE_LEVEL};
 use super::window::Window;
@@ -63,11 +62,10 @@ pub struct Adaptive {
     slow_start: bool,
     pressure: Pressure,
     window: Window,
-    filter: LatencyFilter,
-    baseline: Baseline,
-    /// The same pair on the windows' mean latency: what Vegas's queue estimate reads.
-    mean_filter: LatencyFilter,
-    mean_baseline: Baseline,
+    /// The windows' p90, smoothed, with its baseline (Gradient2, stats, queue wait estimate).
+    p90: Track,
+    /// The windows' mean latency, smoothed, with its baseline: what Vegas's queue estimate reads.
+    mean: Track,
     probe: Probe,
 }
 
@@ -94,10 +92,8 @@ impl Adaptive {
             slow_start: true,
             pressure: Pressure::default(),
             window: Window::new(o.quantile, now),
-            filter: LatencyFilter::default(),
-            baseline: Baseline::default(),
-            mean_filter: LatencyFilter::default(),
-            mean_baseline: Baseline::default(),
+            p90: Track::default(),
+            mean: Track::default(),
             probe: Probe::new(
                 kind != Kind::Aimd && o.probe_interval_ms > 0,
                 now,
@@ -144,7 +140,7 @@ impl Adaptive {
 
     #[inline]
     pub fn on_admit(&mut self, now: Nanos) {
-        self.probe.admitted(now, self.filter.smoothed);
+        self.probe.admitted(now, self.p90.filter.smoothed);
     }
 
     fn recover_from_idle(&mut self, now: Nanos) {
@@ -157,8 +153,8 @@ impl Adaptive {
             let halvings = (idle - self.window_max_ns) as f64 / self.window_max_ns.max(1) as f64;
             self.limit = self.clamp(target - (target - self.limit) * 0.5f64.powf(halvings));
         }
-        self.filter.reset();
-        self.mean_filter.reset();
+        self.p90.filter.reset();
+        self.mean.filter.reset();
         self.window.reset(now);
         self.pressure = Pressure::default();
         self.last_eval = now;
@@ -174,7 +170,10 @@ impl Adaptive {
     #[inline]
     fn tick_probe(&mut self, now: Nanos, inflight: u32) {
         let level = self.probe_level();
-        if let Some(m) = self.probe.tick(now, inflight, level, self.filter.smoothed) {
+        if let Some(m) = self
+            .probe
+            .tick(now, inflight, level, self.p90.filter.smoothed)
+        {
             self.on_probe(now, m);
         }
     }
@@ -183,14 +182,14 @@ impl Adaptive {
     /// normal latency rose), the smoothed latency still carries the old normal, and the
     /// baseline, never above it, would fall straight back: it restarts from the next window.
     fn on_probe(&mut self, now: Nanos, m: Measured) {
-        let before = self.mean_baseline.value;
-        let a = self.baseline.measured(m.p90);
-        let b = self.mean_baseline.measured(m.mean);
+        let before = self.mean.baseline.value;
+        let a = self.p90.baseline.measured(m.p90);
+        let b = self.mean.baseline.measured(m.mean);
         let jumped = before == 0.0 || m.mean > before * PROBE_JUMP || m.mean * PROBE_JUMP < before;
         self.probe.note_settled(!jumped);
         if a || b {
-            self.filter.reset();
-            self.mean_filter.reset();
+            self.p90.filter.reset();
+            self.mean.filter.reset();
             self.window.reset(now);
         }
     }
@@ -216,7 +215,7 @@ impl Adaptive {
             Verdict::Failure => {
                 // Netflix #176: a fast failure is not evidence of a fast upstream. Its latency is
                 // censored from below at the smoothed latency: a slow failure still counts as slow.
-                let floor = self.filter.smoothed;
+                let floor = self.p90.filter.smoothed;
                 self.window.add(
                     Some(lat.max(floor)),
                     s.duration_ns as f64,
@@ -231,11 +230,11 @@ impl Adaptive {
                     .add(None, s.duration_ns as f64, s.inflight, false);
             }
             Verdict::Timeout => {
-                let usual = self.filter.smoothed * self.tolerance as f64;
+                let usual = self.p90.filter.smoothed * self.tolerance as f64;
                 // A timed probe call that ran out of deadline (it may have waited in the queue
                 // first) still counts, at no less than the usual mean: dropping it would keep
                 // the fast calls only and read the baseline low.
-                let floor = lat.max(self.mean_filter.smoothed);
+                let floor = lat.max(self.mean.filter.smoothed);
                 if let Some(m) = self.probe.sample(now, start, floor) {
                     self.on_probe(now, m);
                 }
@@ -320,24 +319,10 @@ impl Adaptive {
         // EMA of the medians instead (ADR 0113).
         let full = w.latencies >= self.min_samples;
         let q = w.quantile();
-        if let Some(q) = q {
-            self.filter.push(q);
-            if gate.healthy {
-                let f = &self.filter;
-                self.baseline
-                    .observe(if full { f.smoothed } else { f.steady });
-            }
-        }
+        self.p90.close(q, gate.healthy, full);
         let mean = w.mean();
-        if let Some(m) = mean {
-            self.mean_filter.push(m);
-            if gate.healthy {
-                let f = &self.mean_filter;
-                self.mean_baseline
-                    .observe(if full { f.smoothed } else { f.steady });
-            }
-        }
-        let (base, rtt) = (self.baseline.value, self.filter.smoothed);
+        self.mean.close(mean, gate.healthy, full);
+        let (base, rtt) = (self.p90.baseline.value, self.p90.filter.smoothed);
         self.probe.note_baseline(base);
         // Drops already moved the limit in this interval: they decide, not latency.
         if !decreased && base > 0.0 && rtt > 0.0 {
@@ -352,10 +337,10 @@ impl Adaptive {
                 slow_start: self.slow_start,
             };
             let proposed = match self.kind {
-                Kind::Vegas if self.mean_baseline.value > 0.0 => vegas::on_window(&Reading {
-                    baseline: self.mean_baseline.value,
-                    rtt: self.mean_filter.smoothed,
-                    rtt_now: mean.unwrap_or(self.mean_filter.smoothed),
+                Kind::Vegas if self.mean.baseline.value > 0.0 => vegas::on_window(&Reading {
+                    baseline: self.mean.baseline.value,
+                    rtt: self.mean.filter.smoothed,
+                    rtt_now: mean.unwrap_or(self.mean.filter.smoothed),
                     ..r
                 }),
                 Kind::Vegas => vegas::on_window(&r),
@@ -382,14 +367,14 @@ impl Adaptive {
     /// The smoothed window quantile (p90 by default), ns; 0 before the first window.
     #[inline]
     pub fn expected_latency_ns(&self) -> f64 {
-        self.filter.smoothed
+        self.p90.filter.smoothed
     }
 
     pub fn stats(&self) -> LimitStats {
         LimitStats {
             limit: self.current(),
-            baseline_ms: self.baseline.value / NANOS_PER_MS as f64,
-            smoothed_ms: self.filter.smoothed / NANOS_PER_MS as f64,
+            baseline_ms: self.p90.baseline.value / NANOS_PER_MS as f64,
+            smoothed_ms: self.p90.filter.smoothed / NANOS_PER_MS as f64,
             window_samples: self.window.count,
             probes: self.probe.measured,
             probing: self.probe.hold() != Hold::No,

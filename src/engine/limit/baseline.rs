@@ -10,6 +10,8 @@
 //!   is corrected: by looking at the upstream at low load, not by inferring it from how latency
 //!   and throughput move together, which a shared upstream makes unreadable (ADR 0113).
 
+use super::filter::LatencyFilter;
+
 /// A probe that reads this far from the baseline (either way) replaces it. Ours, a guess: well
 /// above the ±7 % a p90 of 32 calls swings by in the simulator, well below the ×2-5 of a
 /// baseline taken under load. ADR 0113 has 1.25 and 3.
@@ -52,6 +54,27 @@ impl Baseline {
             b + PROBE_WEIGHT * (m - b)
         };
         up
+    }
+}
+
+/// One latency reading of the windows (their p90, or their mean), smoothed, with its baseline.
+#[derive(Clone, Debug, Default)]
+pub struct Track {
+    pub filter: LatencyFilter,
+    pub baseline: Baseline,
+}
+
+impl Track {
+    /// A closed window's reading (ns). A full window (`minSamples` or more) may lower the
+    /// baseline to the smoothed reading at once; a sparse one only to the steady average.
+    pub fn close(&mut self, reading: Option<f64>, healthy: bool, full: bool) {
+        let Some(x) = reading else { return };
+        self.filter.push(x);
+        if healthy {
+            let f = &self.filter;
+            self.baseline
+                .observe(if full { f.smoothed } else { f.steady });
+        }
     }
 }
 

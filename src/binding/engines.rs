@@ -114,7 +114,7 @@ pub(crate) fn acquired_code(a: Acquired) -> f64 {
 const MAX_ENGINES: usize = 1 << (53 - KEY_BITS);
 
 /// The native memory V8 is told an engine holds: one engine with one key (tests/memory.rs
-/// measures 1 925 bytes per key). V8 does not see native memory otherwise, and dropped
+/// measures about 2 KiB per key). V8 does not see native memory otherwise, and dropped
 /// instances made per request would wait for a full GC that their JS size never triggers.
 const ENGINE_BYTES: i64 = 2048;
 

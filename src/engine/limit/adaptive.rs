@@ -344,6 +344,16 @@ impl Adaptive {
                     ..r
                 }),
                 Kind::Vegas => vegas::on_window(&r),
+                Kind::Gradient2 if self.mean.baseline.value > 0.0 => gradient2::on_window(
+                    &Reading {
+                        baseline: self.mean.baseline.value,
+                        rtt: self.mean.filter.smoothed,
+                        rtt_now: mean.unwrap_or(self.mean.filter.smoothed),
+                        ..r
+                    },
+                    self.tolerance as f64,
+                    self.smoothing as f64,
+                ),
                 Kind::Gradient2 => {
                     gradient2::on_window(&r, self.tolerance as f64, self.smoothing as f64)
                 }

@@ -62,9 +62,9 @@ pub struct Adaptive {
     slow_start: bool,
     pressure: Pressure,
     window: Window,
-    /// The windows' p90, smoothed, with its baseline (Gradient2, stats, queue wait estimate).
+    /// The windows' p90, smoothed, with its baseline (stats, the queue's wait estimate).
     p90: Track,
-    /// The windows' mean latency, smoothed, with its baseline: what Vegas's queue estimate reads.
+    /// The windows' mean latency, smoothed, with its baseline: what Vegas and Gradient2 read.
     mean: Track,
     probe: Probe,
 }

@@ -757,7 +757,8 @@ fn regression_netflix_37_lucky_fast_sample() {
 }
 
 /// Netflix #165: the probe takes a loaded sample as the baseline; the limiter stops limiting.
-/// Ours has no probe; the correlation reset must never fire while the upstream is saturated.
+/// Ours drains its own calls before it times any (a quarter of the limit, ADR 0113), so with
+/// 200 callers on C = 50 for 30 minutes the baseline stays the no-load latency.
 #[test]
 fn regression_netflix_165_probe_takes_loaded_baseline() {
     let mut sim = Sim::new(opts(Algorithm::Vegas));

@@ -29,7 +29,7 @@ const base = `http://127.0.0.1:${server.address().port}`
 const rx = new Resilix({ timeoutMs: 3000 }) // deadline to the response headers, queue wait included
 setGlobalDispatcher(new Agent().compose(interceptor(rx, { bodyTimeoutMs: 1000 })))
 // A dispatcher of its own for calls with a tighter deadline (same rx: same key, same limit).
-const tight = new Agent().compose(interceptor(rx, { timeoutMs: 1000 }))
+const tight = new Agent().compose(interceptor(rx, { timeoutMs: 2000 }))
 
 // Plain fetch from here on.
 const results = await Promise.all(Array.from({ length: 10 }, (_, i) => fetch(`${base}/items/${i}`).then((r) => r.json())))
@@ -46,13 +46,14 @@ try {
   else throw err
 }
 
-// A stream holds its slot for as long as it is read, past the 1 s deadline.
+// A stream holds its slot for as long as it is read, past the 2 s deadline (which bounds the
+// wait for its headers, not its length).
 const stream = await fetch(`${base}/events`, { dispatcher: tight })
 const reader = stream.body.getReader()
 let tokens = 0
 const started = Date.now()
-while (Date.now() - started < 1500) tokens += new TextDecoder().decode((await reader.read()).value).split('\n\n').length - 1
-console.log(`/events: ${tokens} tokens in 1.5 s, slots in flight while streaming: ${rx.stats(base).inflight}`)
+while (Date.now() - started < 2500) tokens += new TextDecoder().decode((await reader.read()).value).split('\n\n').length - 1
+console.log(`/events: ${tokens} tokens in 2.5 s, slots in flight while streaming: ${rx.stats(base).inflight}`)
 await reader.cancel()
 
 // A body nobody reads is aborted once it has delivered nothing for bodyTimeoutMs.

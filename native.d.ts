@@ -12,9 +12,6 @@ export declare function createEngine(options: NativeOptions, seed?: number | und
 /** Frees an engine (`close()`, or a FinalizationRegistry when its Resilix is collected). */
 export declare function destroyEngine(id: number): void
 
-/** Panics on purpose: proves that a panic surfaces as a JS error (reliability tests). */
-export declare function forcePanicForTest(): void
-
 /** Live keys of an engine, most recently used first. */
 export declare function keys(id: number): Array<string>
 
@@ -143,3 +140,22 @@ export declare function settleStuck(handle: number, permit: number, verdict: num
 
 /** The stats of a live key, or null when the key is not in the registry. */
 export declare function stats(id: number, key: string): NativeStats | null
+
+/** The codes above, read once by the JS layer. */
+export declare function wireCodes(): WireCodes
+
+export interface WireCodes {
+  queued: number
+  staleHandle: number
+  keepWaiting: number
+  stalePermit: number
+  badVerdict: number
+  rejectedBase: number
+  registryFull: number
+  /** Reason names by code: a rejection `c` is `reasons[REJECTED_BASE - c]`; index 0 is unused. */
+  reasons: Array<string | undefined | null>
+  /** Key handles modulo this are the key's registry slot. */
+  slotSpan: number
+  /** Breaker state names by `observe`'s code; the last (no breaker) is null. */
+  breakerStates: Array<string | undefined | null>
+}

@@ -1,8 +1,9 @@
 'use strict'
-// The binding, loaded once. Outcome codes mirror src/binding/codes.rs.
+// The binding, loaded once, with its outcome codes (defined once, in src/binding/codes.rs).
 
 // Through load-native: where no binary matches, its error says what was detected and what to do.
 const native = require('./load-native.js').loadNative()
+const codes = native.wireCodes()
 
 module.exports = {
   native,
@@ -11,18 +12,20 @@ module.exports = {
    * (src/binding/hot.rs). Deadlines start from it, so a timed call reads no clock of its own.
    */
   clockCell: native.clockCell,
-  QUEUED: -1,
-  STALE_HANDLE: -2,
-  KEEP_WAITING: -3,
-  STALE_PERMIT: -4,
-  BAD_VERDICT: -5,
-  REGISTRY_FULL: -15,
-  /** Rejection codes are -10 - reason. */
-  REASONS: [undefined, 'limit', 'queue', 'bulkhead', 'breaker', 'registry'],
-  /** Bits of a key handle below the engine id; the low 17 bits are the registry slot. */
-  SLOT_SPAN: 131072,
+  QUEUED: codes.queued,
+  STALE_HANDLE: codes.staleHandle,
+  KEEP_WAITING: codes.keepWaiting,
+  STALE_PERMIT: codes.stalePermit,
+  BAD_VERDICT: codes.badVerdict,
+  REGISTRY_FULL: codes.registryFull,
+  /** Rejection codes are REJECTED_BASE - reason. */
+  REJECTED_BASE: codes.rejectedBase,
+  /** Reason names by reason number (index 0 unused). */
+  REASONS: codes.reasons.map((r) => r ?? undefined),
+  /** A key handle modulo this is its registry slot. */
+  SLOT_SPAN: codes.slotSpan,
   /** Breaker states as `observe` encodes them (limit × 4 + code). */
-  BREAKER_STATES: ['closed', 'open', 'half-open', null],
+  BREAKER_STATES: codes.breakerStates,
 }
 
 /** The one error mapper: a native error becomes a RangeError (bad argument) or an Error. */

@@ -17,7 +17,7 @@ function newest(path) {
 
 const addons = readdirSync(root).filter((f) => f.startsWith('resilix.') && f.endsWith('.node'))
 const built = addons.length ? Math.max(...addons.map((f) => statSync(join(root, f)).mtimeMs)) : 0
-const sources = Math.max(newest(join(root, 'src')), newest(join(root, 'Cargo.toml')), newest(join(root, 'build.rs')))
+const sources = Math.max(newest(join(root, 'src')), newest(join(root, 'engine', 'src')), newest(join(root, 'Cargo.toml')), newest(join(root, 'build.rs')))
 if (!built || !existsSync(join(root, 'native.js')) || built < sources) {
   console.log('resilix: building the native addon (release)…')
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' })

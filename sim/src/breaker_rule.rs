@@ -1,5 +1,5 @@
 //! The breaker's documented trip rule (ADR 0200, `BreakerOptions` defaults),
-//! computed independently of src/engine/breaker.rs as a cross-check of the production
+//! computed independently of engine/src/breaker.rs as a cross-check of the production
 //! scenario's trip time: open when, over the last `window_ms` of results and with at least
 //! `minimum_calls` of them, the slow fraction (latency ≥ `slow_call_ms`, honouring mark) or
 //! the failure fraction (failure or timeout) reaches its threshold; or on
@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use resilix::engine::{BreakerOptions, Nanos, Verdict, NANOS_PER_MS};
+use resilix_engine::{BreakerOptions, Nanos, Verdict, NANOS_PER_MS};
 
 pub struct BreakerRule {
     opts: BreakerOptions,

@@ -1,7 +1,7 @@
 //! The limiter under test, seen from one simulated client. `ResilixClient` drives the real
-//! engine (`resilix::engine::Engine`, one key); `netflix::NetflixVegas` is the comparison model.
+//! engine (`resilix_engine::Engine`, one key); `netflix::NetflixVegas` is the comparison model.
 
-use resilix::engine::{
+use resilix_engine::{
     Acquired, Algorithm, Engine, KeyHandle, LimiterOptions, Nanos, PolicyOptions, RegistryOptions,
     Verdict,
 };

@@ -1,7 +1,7 @@
 //! Random draws for the synthetic world, all from the engine's own seeded `SplitMix64`, so a
 //! run is a pure function of its seed.
 
-use resilix::engine::SplitMix64;
+use resilix_engine::SplitMix64;
 
 /// The log-normal's mean is `median · exp(σ²/2)`; for σ = 0.3 that is 1.046 · S.
 pub fn lognormal_mean_factor(sigma: f64) -> f64 {

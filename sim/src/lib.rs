@@ -1,5 +1,5 @@
 //! resilix-sim: a deterministic discrete-event simulator that drives the real resilix engine
-//! (`resilix::engine`, the same code the npm package runs) on a virtual clock (ADR 0300).
+//! (`resilix_engine`, the same code the npm package runs) on a virtual clock (ADR 0300).
 
 pub mod breaker_rule;
 pub mod client;

@@ -1,7 +1,7 @@
 //! Metrics per run, with the names the JSON uses. A value is `None` when the thing
 //! measured never happened (never converged, never tripped): the JSON prints `null`.
 
-use resilix::engine::Verdict;
+use resilix_engine::Verdict;
 
 use crate::client::Row;
 use crate::scenario::{capacity_per_s, Measure, Scenario, Service, SEC};

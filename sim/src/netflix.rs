@@ -1,7 +1,7 @@
 //! The `netflix-vegas` comparison row: a model of Netflix concurrency-limits' SimpleLimiter
 //! over `WindowedLimit(VegasLimit)` with their defaults, as their source and docs describe it
 //! (ADR 0301). Written from that description for comparison only; resilix's own code is in
-//! src/engine.
+//! engine/src.
 //!
 //! - Admission Netflix's way: run if `inflight < limit`, else refuse (no queue).
 //! - Release outcomes: success → sample; timeout or 429/503 → dropped (their `onDropped`:
@@ -14,7 +14,7 @@
 //! - VegasLimit: f(L) = max(1, floor(log10 L)); alpha 3f, beta 6f, threshold f; running
 //!   minimum baseline, probed every `30·L·jitter[0.5, 1)` windows by taking the current one.
 
-use resilix::engine::{Nanos, SplitMix64, Verdict};
+use resilix_engine::{Nanos, SplitMix64, Verdict};
 
 use crate::client::{Acq, ClientLimiter, Wake};
 

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use resilix::engine::Verdict;
+use resilix_engine::Verdict;
 
 use crate::client::Row;
 use crate::metrics::{self, Metric, Run};

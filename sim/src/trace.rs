@@ -1,7 +1,7 @@
 //! What one run records: the limiters' state every tick and every call that ended.
 
-use resilix::engine::breaker::TripCause;
-use resilix::engine::Verdict;
+use resilix_engine::breaker::TripCause;
+use resilix_engine::Verdict;
 
 pub const TICK_NS: u64 = 100_000_000;
 

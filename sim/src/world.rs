@@ -3,8 +3,8 @@
 
 use std::collections::VecDeque;
 
-use resilix::engine::breaker::Breaker;
-use resilix::engine::{BreakerOptions, SplitMix64, Verdict};
+use resilix_engine::breaker::Breaker;
+use resilix_engine::{BreakerOptions, SplitMix64, Verdict};
 
 use crate::breaker_rule::BreakerRule;
 use crate::client::{Acq, ClientLimiter, Row, Wake};

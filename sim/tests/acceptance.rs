@@ -4,7 +4,7 @@
 //!
 //! None is ignored: they guard the adaptive limit against regressions.
 
-use resilix::engine::Algorithm;
+use resilix_engine::Algorithm;
 use resilix_sim::client::Row;
 use resilix_sim::runner::{get, metrics_of};
 use resilix_sim::scenario::{self, Scenario};

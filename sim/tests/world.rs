@@ -1,7 +1,7 @@
 //! The simulated world and the comparison model behave as built: these pass today (every
 //! resilix algorithm is still Fixed) and guard the simulator itself.
 
-use resilix::engine::Algorithm;
+use resilix_engine::Algorithm;
 use resilix_sim::client::Row;
 use resilix_sim::runner::{get, metrics_of};
 use resilix_sim::scenario::{self, Scenario};
@@ -59,7 +59,7 @@ fn the_breaker_rule_trips_after_the_production_change_and_only_then() {
 
 #[test]
 fn the_engine_breaker_trips_on_slow_calls_where_its_documented_rule_does() {
-    use resilix::engine::breaker::TripCause;
+    use resilix_engine::breaker::TripCause;
     let sc = scenario("production");
     let tr = resilix_sim::world::run(&sc, STATIC, 1);
     let change = 200 * scenario::SEC;

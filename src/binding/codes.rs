@@ -1,5 +1,11 @@
 //! Numeric results of the hot-path functions. Non-negative values are permits or counts;
-//! negative values are outcomes, mirrored as constants in `index.js`.
+//! negative values are outcomes. JS reads every code from `wireCodes()` once at load, so each
+//! is written only here.
+
+use napi_derive::napi;
+use resilix_engine::breaker::BreakerState;
+use resilix_engine::registry::INDEX_BITS;
+use resilix_engine::RejectReason;
 
 /// The call must wait in the queue.
 pub const QUEUED: f64 = -1.0;
@@ -11,7 +17,72 @@ pub const KEEP_WAITING: f64 = -3.0;
 pub const STALE_PERMIT: f64 = -4.0;
 /// `settle`: the verdict code is unknown.
 pub const BAD_VERDICT: f64 = -5.0;
-/// `resolveKey`: the registry is full of busy keys.
-pub const REGISTRY_FULL: f64 = -15.0;
 /// A rejection is `-10 - reason`: -11 limit, -12 queue, -13 bulkhead, -14 breaker.
 pub const REJECTED_BASE: f64 = -10.0;
+/// `resolveKey`: the registry is full of keys that are protecting something.
+pub const REGISTRY_FULL: f64 = REJECTED_BASE - RejectReason::Registry as u8 as f64;
+
+/// Every reason, at its code.
+const REASONS: [RejectReason; 5] = [
+    RejectReason::Limit,
+    RejectReason::Queue,
+    RejectReason::Bulkhead,
+    RejectReason::Breaker,
+    RejectReason::Registry,
+];
+
+/// `observe`'s breaker code (`limit × 4 + code`): `BREAKER_STATES[code]` in JS.
+pub fn breaker_code(state: Option<BreakerState>) -> f64 {
+    match state {
+        Some(BreakerState::Closed) => 0.0,
+        Some(BreakerState::Open) => 1.0,
+        Some(BreakerState::HalfOpen) => 2.0,
+        None => 3.0,
+    }
+}
+
+#[napi(object)]
+pub struct WireCodes {
+    pub queued: f64,
+    pub stale_handle: f64,
+    pub keep_waiting: f64,
+    pub stale_permit: f64,
+    pub bad_verdict: f64,
+    pub rejected_base: f64,
+    pub registry_full: f64,
+    /// Reason names by code: a rejection `c` is `reasons[REJECTED_BASE - c]`; index 0 is unused.
+    pub reasons: Vec<Option<String>>,
+    /// Key handles modulo this are the key's registry slot.
+    pub slot_span: f64,
+    /// Breaker state names by `observe`'s code; the last (no breaker) is null.
+    pub breaker_states: Vec<Option<String>>,
+}
+
+/// Every outcome code of the hot path, read once by the JS layer at load.
+#[napi(catch_unwind)]
+pub fn wire_codes() -> WireCodes {
+    let mut reasons = vec![None; REASONS.len() + 1];
+    for r in REASONS {
+        reasons[r as usize] = Some(r.name().to_owned());
+    }
+    let mut breaker_states = vec![None; 4];
+    for s in [
+        BreakerState::Closed,
+        BreakerState::Open,
+        BreakerState::HalfOpen,
+    ] {
+        breaker_states[breaker_code(Some(s)) as usize] = Some(s.name().to_owned());
+    }
+    WireCodes {
+        queued: QUEUED,
+        stale_handle: STALE_HANDLE,
+        keep_waiting: KEEP_WAITING,
+        stale_permit: STALE_PERMIT,
+        bad_verdict: BAD_VERDICT,
+        rejected_base: REJECTED_BASE,
+        registry_full: REGISTRY_FULL,
+        reasons,
+        slot_span: (1u64 << INDEX_BITS) as f64,
+        breaker_states,
+    }
+}

@@ -10,9 +10,9 @@ use napi_derive::napi;
 
 use super::codes::*;
 use super::options::{to_options, NativeOptions};
-use crate::engine::{Acquired, Engine, Nanos, RegistryError, Verdict};
+use resilix_engine::{Acquired, Engine, Nanos, RegistryError, Verdict};
 
-const KEY_BITS: u32 = crate::engine::registry::INDEX_BITS + crate::engine::registry::GEN_BITS;
+const KEY_BITS: u32 = resilix_engine::registry::INDEX_BITS + resilix_engine::registry::GEN_BITS;
 const KEY_SPAN: f64 = (1u64 << KEY_BITS) as f64;
 /// Handles are exact integers in a double.
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
@@ -113,7 +113,7 @@ pub(crate) fn acquired_code(a: Acquired) -> f64 {
 /// Live engines per thread: an engine id has 12 bits in a handle (53 − 41 key bits).
 const MAX_ENGINES: usize = 1 << (53 - KEY_BITS);
 
-/// The native memory V8 is told an engine holds: one engine with one key (tests/memory.rs
+/// The native memory V8 is told an engine holds: one engine with one key (engine/tests/memory.rs
 /// measures about 2 KiB per key). V8 does not see native memory otherwise, and dropped
 /// instances made per request would wait for a full GC that their JS size never triggers.
 const ENGINE_BYTES: i64 = 2048;
@@ -238,8 +238,11 @@ pub fn keys(id: f64) -> Result<Vec<String>> {
     with_engine_id(id, |e| e.keys().map(str::to_owned).collect())
 }
 
-/// Panics on purpose: proves that a panic surfaces as a JS error (reliability tests).
-#[napi(catch_unwind)]
+/// Panics on purpose: proves that a panic surfaces as a JS error (reliability tests). Built only
+/// with the `test-hooks` feature (`npm run build`; `npm run build:release` leaves it out) and kept
+/// out of the typings, so native.js and native.d.ts are the same for both builds.
+#[cfg(feature = "test-hooks")]
+#[napi(catch_unwind, skip_typescript)]
 pub fn force_panic_for_test() {
     panic!("forced panic for test");
 }
@@ -249,16 +252,10 @@ pub fn force_panic_for_test() {
 /// to limit or breaker events.
 #[napi(catch_unwind)]
 pub fn observe(handle: f64) -> f64 {
-    use crate::engine::breaker::BreakerState;
     let t = now();
     with_engine(handle, |e, k| match e.stats(k, t) {
         Ok(s) => {
-            let b = match s.breaker {
-                Some(BreakerState::Closed) => 0.0,
-                Some(BreakerState::Open) => 1.0,
-                Some(BreakerState::HalfOpen) => 2.0,
-                None => 3.0,
-            };
+            let b = breaker_code(s.breaker);
             let limit = if s.algorithm.is_some() {
                 s.limit as f64
             } else {

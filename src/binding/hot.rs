@@ -20,7 +20,7 @@ use napi_derive::napi;
 
 use super::codes::*;
 use super::engines::{acquired_code, now, permit_of, with_engine};
-use crate::engine::{Nanos, Verdict};
+use resilix_engine::{Nanos, Verdict};
 
 thread_local! {
     /// The clock cell's memory (an ArrayBuffer held by a never-released reference), or null

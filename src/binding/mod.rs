@@ -5,9 +5,6 @@
 //! the cost of class methods (ADR 0500). Every function is `catch_unwind`: a Rust panic becomes a
 //! JS exception, never an abort of the Node process.
 
-// Under `cargo test` napi-derive registers nothing, so the binding reads as dead code there.
-#![cfg_attr(test, allow(dead_code))]
-
 mod codes;
 mod engines;
 mod hot;

@@ -5,7 +5,7 @@
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 
-use crate::engine::{
+use resilix_engine::{
     Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, PolicyOptions, QueueOptions,
     RegistryOptions,
 };

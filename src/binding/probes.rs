@@ -7,7 +7,7 @@ use napi::sys;
 use napi_derive::napi;
 
 use super::engines::{now, probe_with_engine};
-use crate::engine::Verdict;
+use resilix_engine::Verdict;
 
 /// Wrapper only: one f64 in, one out, with catch_unwind.
 #[napi(catch_unwind)]
@@ -43,7 +43,7 @@ pub fn p_table(h: f64) -> f64 {
 #[napi(catch_unwind)]
 pub fn p_acquire_noclock(h: f64) -> f64 {
     probe_with_engine(h, |e, k| match e.acquire(k, 2_000_000_000) {
-        Ok(crate::engine::Acquired::Permit(p)) => p as f64,
+        Ok(resilix_engine::Acquired::Permit(p)) => p as f64,
         _ => -1.0,
     })
     .unwrap_or(-2.0)

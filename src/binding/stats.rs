@@ -4,7 +4,7 @@ use napi::Result;
 use napi_derive::napi;
 
 use super::engines::{now, with_engine_id};
-use crate::engine::KeyStats;
+use resilix_engine::KeyStats;
 
 /// One key's state, as `Resilix.stats(key)` reports it.
 #[napi(object)]

@@ -1,0 +1,29 @@
+//! The pure engine: no napi, no timers, no threads. Time and randomness are passed in.
+
+pub mod breaker;
+pub mod bulkhead;
+pub mod clock;
+mod core;
+pub mod limit;
+pub mod limiter;
+pub mod options;
+pub mod permit;
+pub mod policy_set;
+pub mod queue;
+pub mod registry;
+pub mod rng;
+mod sample;
+mod verdict;
+
+pub use self::core::Engine;
+pub use breaker::{BreakerState, BreakerTransition, TripCause, WindowCounts};
+pub use clock::{Nanos, NANOS_PER_MS};
+pub use options::{
+    Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, OptionError, PolicyOptions,
+    QueueOptions, RegistryOptions,
+};
+pub use policy_set::{Acquired, KeyStats, PolicySet, RejectReason, StalePermit};
+pub use registry::{KeyHandle, RegistryError, Resolved, StaleHandle, Worth};
+pub use rng::SplitMix64;
+pub use sample::Sample;
+pub use verdict::Verdict;

@@ -1,0 +1,393 @@
+//! The adaptive limit: windows → quantile → median/EMA → baseline (with its probe) → the
+//! algorithm's rule → the shared gates. Verdict pressure and idle recovery sit beside it. No
+//! timers: everything runs on `on_sample` (settle) and `on_acquire`.
+//!
+//! Two cadences, both evaluated on settle once `updateIntervalMs` has passed since the last
+//! evaluation:
+//! - pressure: overload/timeout verdicts since the last evaluation cut the limit at once
+//!   (×backoff, ×backoff² for a timeout) when they exceed (1 − quantile) of those calls, the
+//!   fraction at which the window's own p90 would be a dropped call anyway (ADR 0108);
+//! - latency: when the window is ready (`Window::ready`), its quantile feeds the filter, the
+//!   baseline and the algorithm.
+
+use super::baseline::{Track, PROBE_JUMP};
+use super::gates;
+use super::probe::{Hold, Measured, Probe, PROBE_LEVEL};
+use super::window::Window;
+use super::{aimd, gradient2, vegas, LimitStats, Reading};
+use crate::options::LimiterOptions;
+use crate::{Nanos, Sample, Verdict, NANOS_PER_MS};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Vegas,
+    Gradient2,
+    Aimd,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Pressure {
+    total: u32,
+    overload: u32,
+    timeout: u32,
+    healthy: u32,
+    peak_inflight: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Adaptive {
+    kind: Kind,
+    limit: f64,
+    /// The limit at the last window that closed without any decrease: what idle recovery
+    /// returns towards.
+    healthy_limit: f32,
+    min: f32,
+    max: f32,
+    initial: f32,
+    quantile: f32,
+    smoothing: f32,
+    tolerance: f32,
+    backoff: f64,
+    min_samples: u32,
+    window_min_ns: u64,
+    window_max_ns: u64,
+    update_ns: u64,
+    last_eval: Nanos,
+    last_activity: Nanos,
+    /// When the limit last moved on a latency reading (a raise or a deep cut): a window is
+    /// "fresh" when most of its calls started after it (gates 3 and 6).
+    last_move: Nanos,
+    /// No cut yet since the key started or came back from idle: Vegas raises by 6·f(L), its
+    /// slow start (ADR 0113).
+    slow_start: bool,
+    pressure: Pressure,
+    window: Window,
+    /// The windows' p90, smoothed, with its baseline (stats, the queue's wait estimate).
+    p90: Track,
+    /// The windows' mean latency, smoothed, with its baseline: what Vegas and Gradient2 read.
+    mean: Track,
+    probe: Probe,
+}
+
+impl Adaptive {
+    pub fn new(kind: Kind, o: &LimiterOptions, now: Nanos) -> Self {
+        Adaptive {
+            kind,
+            limit: o.initial_limit as f64,
+            healthy_limit: o.initial_limit as f32,
+            min: o.min_limit as f32,
+            max: o.max_limit as f32,
+            initial: o.initial_limit as f32,
+            quantile: o.quantile as f32,
+            smoothing: o.smoothing as f32,
+            tolerance: o.rtt_tolerance as f32,
+            backoff: o.backoff_ratio,
+            min_samples: o.min_samples,
+            window_min_ns: o.window_min_ms.saturating_mul(NANOS_PER_MS),
+            window_max_ns: o.window_max_ms.saturating_mul(NANOS_PER_MS),
+            update_ns: o.update_interval_ms.saturating_mul(NANOS_PER_MS),
+            last_eval: now,
+            last_activity: now,
+            last_move: now,
+            slow_start: true,
+            pressure: Pressure::default(),
+            window: Window::new(o.quantile, now),
+            p90: Track::default(),
+            mean: Track::default(),
+            probe: Probe::new(
+                kind != Kind::Aimd && o.probe_interval_ms > 0,
+                now,
+                o.probe_interval_ms,
+                o.clock_offset_ns,
+            ),
+        }
+    }
+
+    /// The learnt limit (what `stats()` reports).
+    #[inline]
+    pub fn current(&self) -> u32 {
+        // The epsilon keeps 20 × 0.9 at 18, not 17.999… → 17.
+        (self.limit + 1e-9) as u32
+    }
+
+    /// The limit admission obeys now: the learnt one, or `minLimit` while a probe holds.
+    #[inline]
+    pub fn admit_limit(&self) -> u32 {
+        let l = self.current();
+        match self.probe.hold() {
+            Hold::No => l,
+            Hold::Level => l.min(self.probe_level()),
+            Hold::Shut => 0,
+        }
+    }
+
+    #[inline]
+    fn clamp(&self, l: f64) -> f64 {
+        l.clamp(self.min as f64, self.max as f64)
+    }
+
+    /// A limiter nobody calls must not stay clamped. After more than `windowMax` with nothing
+    /// in flight and nothing settled, the limit returns towards the last healthy limit,
+    /// halving the gap for every further `windowMax` of idleness; the stale latency filter is
+    /// dropped so the first new window is judged on its own (ADR 0106).
+    #[inline]
+    pub fn on_acquire(&mut self, now: Nanos, inflight: u32) {
+        if inflight == 0 {
+            self.recover_from_idle(now);
+        }
+        self.tick_probe(now, inflight);
+    }
+
+    #[inline]
+    pub fn on_admit(&mut self, now: Nanos) {
+        self.probe.admitted(now, self.p90.filter.smoothed);
+    }
+
+    fn recover_from_idle(&mut self, now: Nanos) {
+        let idle = now.saturating_sub(self.last_activity);
+        if idle <= self.window_max_ns {
+            return;
+        }
+        let target = self.healthy_limit as f64;
+        if self.limit < target {
+            let halvings = (idle - self.window_max_ns) as f64 / self.window_max_ns.max(1) as f64;
+            self.limit = self.clamp(target - (target - self.limit) * 0.5f64.powf(halvings));
+        }
+        self.p90.filter.reset();
+        self.mean.filter.reset();
+        self.window.reset(now);
+        self.pressure = Pressure::default();
+        self.last_eval = now;
+        self.last_activity = now;
+        self.slow_start = true;
+    }
+
+    #[inline]
+    fn probe_level(&self) -> u32 {
+        ((self.limit * PROBE_LEVEL) as u32).max(self.min as u32)
+    }
+
+    #[inline]
+    fn tick_probe(&mut self, now: Nanos, inflight: u32) {
+        let level = self.probe_level();
+        if let Some(m) = self
+            .probe
+            .tick(now, inflight, level, self.p90.filter.smoothed)
+        {
+            self.on_probe(now, m);
+        }
+    }
+
+    /// A probe measured the no-load latency. When it jumped the baseline up (the upstream's
+    /// normal latency rose), the smoothed latency still carries the old normal, and the
+    /// baseline, never above it, would fall straight back: it restarts from the next window.
+    fn on_probe(&mut self, now: Nanos, m: Measured) {
+        let before = self.mean.baseline.value;
+        let a = self.p90.baseline.measured(m.p90);
+        let b = self.mean.baseline.measured(m.mean);
+        let jumped = before == 0.0 || m.mean > before * PROBE_JUMP || m.mean * PROBE_JUMP < before;
+        self.probe.note_settled(!jumped);
+        if a || b {
+            self.p90.filter.reset();
+            self.mean.filter.reset();
+            self.window.reset(now);
+        }
+    }
+
+    /// One settled call; `inflight` is what is still in flight after it.
+    #[inline]
+    pub fn on_sample(&mut self, now: Nanos, s: &Sample, inflight: u32) {
+        self.last_activity = now;
+        let lat = s.latency_ns as f64;
+        let start = now.saturating_sub(s.duration_ns);
+        let p = &mut self.pressure;
+        p.total += 1;
+        p.peak_inflight = p.peak_inflight.max(s.inflight);
+        match s.verdict {
+            Verdict::Success | Verdict::Answered => {
+                self.pressure.healthy += 1;
+                self.window
+                    .add(Some(lat), s.duration_ns as f64, s.inflight, true);
+                if let Some(m) = self.probe.sample(now, start, lat) {
+                    self.on_probe(now, m);
+                }
+            }
+            Verdict::Failure => {
+                // Netflix #176: a fast failure is not evidence of a fast upstream. Its latency is
+                // censored from below at the smoothed latency: a slow failure still counts as slow.
+                let floor = self.p90.filter.smoothed;
+                self.window.add(
+                    Some(lat.max(floor)),
+                    s.duration_ns as f64,
+                    s.inflight,
+                    false,
+                );
+            }
+            Verdict::Overload => {
+                // A 429 is answered fast by design: pressure, not a latency reading.
+                self.pressure.overload += 1;
+                self.window
+                    .add(None, s.duration_ns as f64, s.inflight, false);
+            }
+            Verdict::Timeout => {
+                let usual = self.p90.filter.smoothed * self.tolerance as f64;
+                // A timed probe call that ran out of deadline (it may have waited in the queue
+                // first) still counts, at no less than the usual mean: dropping it would keep
+                // the fast calls only and read the baseline low.
+                let floor = lat.max(self.mean.filter.smoothed);
+                if let Some(m) = self.probe.sample(now, start, floor) {
+                    self.on_probe(now, m);
+                }
+                if s.waited && self.kind != Kind::Aimd && usual > 0.0 && lat < usual {
+                    // It waited in *our* queue and the upstream had it for no longer than its
+                    // usual p90 (within `rttTolerance`): the deadline was spent with us, so the
+                    // timeout says nothing about the upstream (ADR 0110).
+                    self.tick_probe(now, inflight);
+                    return self.maybe_evaluate(now);
+                }
+                // The deadline is a lower bound on the true latency: it belongs in the window.
+                self.pressure.timeout += 1;
+                self.window
+                    .add(Some(lat), s.duration_ns as f64, s.inflight, false);
+            }
+            Verdict::Rejected | Verdict::Cancelled => {
+                debug_assert!(false, "ignored verdicts never reach the algorithm");
+            }
+        }
+        if start >= self.last_move {
+            self.window.fresh += 1;
+        }
+        self.tick_probe(now, inflight);
+        self.maybe_evaluate(now);
+    }
+
+    #[inline]
+    fn maybe_evaluate(&mut self, now: Nanos) {
+        if now.saturating_sub(self.last_eval) >= self.update_ns {
+            self.evaluate(now);
+        }
+    }
+
+    /// Increases need demand: the window's peak inflight reached half the limit (Netflix's
+    /// app-limited rule), or the limit is below `initialLimit` (ADR 0107).
+    #[inline]
+    fn demand(&self, peak: u32) -> bool {
+        peak as f64 * 2.0 >= self.limit || self.limit < self.initial as f64
+    }
+
+    fn evaluate(&mut self, now: Nanos) {
+        self.last_eval = now;
+        let p = std::mem::take(&mut self.pressure);
+        let drops = p.overload + p.timeout;
+        let quantile = self.quantile as f64;
+        let mut decreased = false;
+        if drops > 0 && drops as f64 > (1.0 - quantile) * p.total as f64 {
+            let b = self.backoff;
+            let factor = if p.timeout > 0 { b * b } else { b };
+            self.limit = self.clamp(self.limit * factor);
+            decreased = true;
+            self.slow_start = false;
+        } else if self.kind == Kind::Aimd
+            && p.healthy > 0
+            && p.healthy * 2 >= p.total
+            && self.demand(p.peak_inflight)
+        {
+            self.limit = self.clamp(aimd::increase(self.limit));
+        }
+        if self.window.ready(
+            now,
+            self.window_min_ns,
+            self.window_max_ns,
+            self.min_samples,
+        ) {
+            self.close_window(now, decreased);
+        }
+    }
+
+    fn close_window(&mut self, now: Nanos, decreased: bool) {
+        let w = &self.window;
+        let gate = gates::Window {
+            healthy: w.healthy * 2 >= w.count,
+            peak: w.peak_inflight as f64,
+            fresh: w.fresh * 2 >= w.count,
+            initial: self.initial as f64,
+        };
+        let had_pressure = decreased || w.healthy < w.count;
+        // A full window's latency is precise enough to lower the baseline at once (a cold first
+        // window must not survive the next one); a window of a few calls is not, and a
+        // minimum over noisy readings drifts low: there the baseline follows the symmetric
+        // EMA of the medians instead (ADR 0113).
+        let full = w.latencies >= self.min_samples;
+        let q = w.quantile();
+        self.p90.close(q, gate.healthy, full);
+        let mean = w.mean();
+        self.mean.close(mean, gate.healthy, full);
+        let (base, rtt) = (self.p90.baseline.value, self.p90.filter.smoothed);
+        self.probe.note_baseline(base);
+        // Drops already moved the limit in this interval: they decide, not latency.
+        if !decreased && base > 0.0 && rtt > 0.0 {
+            let before = self.limit;
+            let r = Reading {
+                limit: before,
+                peak: gate.peak,
+                baseline: base,
+                rtt,
+                rtt_now: q.unwrap_or(rtt),
+                waiting: w.waiting_share(),
+                slow_start: self.slow_start,
+            };
+            let proposed = match self.kind {
+                Kind::Vegas if self.mean.baseline.value > 0.0 => vegas::on_window(&Reading {
+                    baseline: self.mean.baseline.value,
+                    rtt: self.mean.filter.smoothed,
+                    rtt_now: mean.unwrap_or(self.mean.filter.smoothed),
+                    ..r
+                }),
+                Kind::Vegas => vegas::on_window(&r),
+                Kind::Gradient2 if self.mean.baseline.value > 0.0 => gradient2::on_window(
+                    &Reading {
+                        baseline: self.mean.baseline.value,
+                        rtt: self.mean.filter.smoothed,
+                        rtt_now: mean.unwrap_or(self.mean.filter.smoothed),
+                        ..r
+                    },
+                    self.tolerance as f64,
+                    self.smoothing as f64,
+                ),
+                Kind::Gradient2 => {
+                    gradient2::on_window(&r, self.tolerance as f64, self.smoothing as f64)
+                }
+                Kind::Aimd => aimd::on_window(&r),
+            };
+            let next = self.clamp(gates::apply(before, proposed, &gate));
+            if next > before || next < before - vegas::log_factor(before) {
+                self.last_move = now;
+            }
+            if next < before {
+                self.slow_start = false;
+            }
+            self.limit = next;
+            if !had_pressure && self.limit >= before {
+                self.healthy_limit = self.limit as f32;
+            }
+        }
+        self.window.reset(now);
+    }
+
+    /// The smoothed window quantile (p90 by default), ns; 0 before the first window.
+    #[inline]
+    pub fn expected_latency_ns(&self) -> f64 {
+        self.p90.filter.smoothed
+    }
+
+    pub fn stats(&self) -> LimitStats {
+        LimitStats {
+            limit: self.current(),
+            baseline_ms: self.p90.baseline.value / NANOS_PER_MS as f64,
+            smoothed_ms: self.p90.filter.smoothed / NANOS_PER_MS as f64,
+            window_samples: self.window.count,
+            probes: self.probe.measured,
+            probing: self.probe.hold() != Hold::No,
+        }
+    }
+}

@@ -1,0 +1,492 @@
+//! The baseline probe (ADR 0113): the no-load latency is re-measured, not inferred. At every
+//! probe phase the admission limit steps down to a quarter of the learnt limit (at least
+//! `minLimit`) until this client's own calls have drained to it; the calls then started at
+//! that low concurrency are timed, and their p90 corrects the baseline. BBR's ProbeRTT does the
+//! same (4 packets, at least 200 ms, every 10 s).
+//!
+//! - Nothing is refused for it: the queue keeps the bounds of the learnt limit, so the extra
+//!   calls wait. The learnt limit itself is untouched (and is what `stats()` reports).
+//! - Phases are aligned to the wall clock (`clock_offset_ns`), so independent processes that
+//!   share an upstream drain it together, with no coordination: a probe alone would see the
+//!   queue the others keep full.
+//! - The timed calls are those that *started* while admission was held, each timed to its
+//!   end: stopping at the first n to finish would keep the fast ones (the simulator's baseline
+//!   then sat 20 % low).
+//! - A probe that cannot drain, or times too few calls within its bounds, measures nothing.
+
+use crate::Nanos;
+
+/// The interval doubles (from `probeIntervalMs`) until it is at least this many expected
+/// probe durations, so that a slow upstream is not probed for a larger share of the time.
+/// Ours, a guess: about 4 % of the time held low. ADR 0113 has half and twice.
+pub const INTERVAL_OVER_PROBE: f64 = 25.0;
+/// The most calls a probe times (it admits three rounds at its level, at least 8). Ours: a p90 of
+/// 8 swung ±15 % between probes of one steady upstream in the simulator, of 32 ±7 %. A guess;
+/// ADR 0113 has 16 and 64.
+pub const PROBE_SAMPLES: usize = 32;
+/// The probe's admission limit, as a fraction of the learnt limit (at least `minLimit`). A
+/// quarter drains the upstream whenever the limit is within 4 × its capacity, and a limit
+/// further above converges in two probes. Ours, a guess; ADR 0113 has an eighth and a half.
+pub const PROBE_LEVEL: f64 = 0.25;
+/// How long draining may take, in smoothed latencies (at least `PROBE_MIN_NS`): a full client
+/// drains in about one. Ours, a guess; ADR 0113 has 1.5 and 6.
+pub const DRAIN_LATENCIES: f64 = 3.0;
+/// How long the timed calls may take to start, and then to finish, each in smoothed latencies
+/// (at least `PROBE_MIN_NS`). Ours, a guess; ADR 0113 has half and twice.
+pub const MEASURE_LATENCIES: f64 = 3.0;
+/// The floor of each bound, ns (BBR holds ProbeRTT for at least 200 ms).
+pub const PROBE_MIN_NS: f64 = 200_000_000.0;
+
+/// How a probe holds admission.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    No,
+    /// At the probe's level.
+    Level,
+    /// Shut, for the rest of this instant.
+    Shut,
+}
+
+/// What a probe measured, ns.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measured {
+    pub p90: f64,
+    pub mean: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    Off,
+    /// Waiting for the next phase.
+    Idle,
+    /// Admission held at the probe level until inflight falls to it.
+    Draining {
+        until: Nanos,
+    },
+    /// Admission held; calls that start from `drained` on are timed, up to `want` of them.
+    Measuring {
+        drained: Nanos,
+        until: Nanos,
+        want: u8,
+        started: u8,
+    },
+    /// All timed calls admitted; admission stays shut until the next event, so that no call
+    /// admitted later shares their start time.
+    Closing {
+        drained: Nanos,
+        at: Nanos,
+        want: u8,
+        started: u8,
+    },
+    /// Admission restored; the `started` timed calls (those admitted from `drained` to
+    /// `closed`) are still finishing.
+    Settling {
+        drained: Nanos,
+        closed: Nanos,
+        until: Nanos,
+        want: u8,
+        started: u8,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Probe {
+    state: State,
+    offset: u64,
+    interval: u64,
+    /// Wall-clock ns (now + offset) at which the next probe may start.
+    next_at: u64,
+    /// Wall-clock ns of the last probe's end (or of creation).
+    last: u64,
+    samples: [f32; PROBE_SAMPLES],
+    n: u8,
+    /// The no-load latency, ns: what the interval is scaled by.
+    base: f32,
+    /// Probes that produced a measurement (stats, tests).
+    pub measured: u32,
+    /// The last measurement moved the baseline by less than a jump (see `Baseline::measured`).
+    settled: bool,
+}
+
+impl Probe {
+    /// `enabled`: the algorithm reads a baseline. `interval_ms`: `probeIntervalMs` (0: never).
+    /// `offset`: add to `now` for wall-clock ns.
+    pub fn new(enabled: bool, now: Nanos, interval_ms: u64, offset: u64) -> Self {
+        let enabled = enabled && interval_ms > 0;
+        let mut p = Probe {
+            state: if enabled { State::Idle } else { State::Off },
+            offset,
+            interval: interval_ms.saturating_mul(1_000_000),
+            next_at: u64::MAX,
+            last: now.wrapping_add(offset),
+            samples: [0.0; PROBE_SAMPLES],
+            n: 0,
+            base: 0.0,
+            measured: 0,
+            settled: false,
+        };
+        if enabled {
+            p.schedule();
+        }
+        p
+    }
+
+    /// The next phase boundary after the last probe: a multiple of the interval in wall-clock
+    /// time, so that every process with the same interval picks the same instants (and nested
+    /// intervals, 10 s and 20 s, still meet every 20 s).
+    fn schedule(&mut self) {
+        let mut interval = self.interval;
+        // Draining takes about one loaded latency and timing about two no-load ones: a few
+        // no-load latencies is the scale (a loaded one, far above the capacity, would put the
+        // next probe minutes away).
+        // Until a probe has measured it, and while probes still move it far, the baseline may
+        // be a loaded latency: no scaling.
+        let expected = if self.settled {
+            3.0 * self.base as f64
+        } else {
+            0.0
+        };
+        while (interval as f64) < INTERVAL_OVER_PROBE * expected && interval < (1 << 50) {
+            interval *= 2;
+        }
+        self.next_at = (self.last / interval + 1).saturating_mul(interval);
+    }
+
+    /// Whether the last measurement was near the baseline (then later intervals scale with the
+    /// baseline; after a jump the next probe comes at the next `probeIntervalMs` phase).
+    pub fn note_settled(&mut self, settled: bool) {
+        self.settled = settled;
+        if self.state == State::Idle {
+            self.schedule();
+        }
+    }
+
+    /// The baseline changed (ns): later intervals scale with it.
+    #[inline]
+    pub fn note_baseline(&mut self, base_ns: f64) {
+        if self.base != base_ns as f32 {
+            self.base = base_ns as f32;
+            if self.state == State::Idle {
+                self.schedule();
+            }
+        }
+    }
+
+    /// How admission is held now.
+    #[inline]
+    pub fn hold(&self) -> Hold {
+        match self.state {
+            State::Draining { .. } | State::Measuring { .. } => Hold::Level,
+            State::Closing { .. } => Hold::Shut,
+            _ => Hold::No,
+        }
+    }
+
+    /// Advance on acquire or settle. `inflight`: this client's calls in flight now; `level`:
+    /// the probe's admission limit; `latency_ns`: the smoothed latency (0 when unknown).
+    /// Returns the measurement when a probe ends with one.
+    #[inline]
+    pub fn tick(
+        &mut self,
+        now: Nanos,
+        inflight: u32,
+        level: u32,
+        latency_ns: f64,
+    ) -> Option<Measured> {
+        match self.state {
+            State::Off => None,
+            State::Idle => {
+                if latency_ns <= 0.0 || now.wrapping_add(self.offset) < self.next_at {
+                    return None;
+                }
+                self.n = 0;
+                self.state = State::Draining {
+                    until: now.saturating_add(bound(DRAIN_LATENCIES, latency_ns)),
+                };
+                self.tick(now, inflight, level, latency_ns)
+            }
+            State::Draining { until } => {
+                if inflight <= level {
+                    self.state = State::Measuring {
+                        drained: now,
+                        until: now.saturating_add(bound(MEASURE_LATENCIES, latency_ns)),
+                        want: (3 * level as usize).clamp(8, PROBE_SAMPLES) as u8,
+                        started: 0,
+                    };
+                } else if now >= until {
+                    self.finish(now); // could not drain: nothing measured
+                }
+                None
+            }
+            State::Measuring {
+                drained,
+                until,
+                want,
+                started,
+            } => {
+                if now >= until {
+                    self.settle(now, drained, want, started, latency_ns);
+                }
+                None
+            }
+            State::Closing {
+                drained,
+                at,
+                want,
+                started,
+            } => {
+                if now > at {
+                    self.settle(now, drained, want, started, latency_ns);
+                }
+                None
+            }
+            State::Settling { until, want, .. } => {
+                if now < until {
+                    return None;
+                }
+                self.conclude(now, want)
+            }
+        }
+    }
+
+    /// A call is admitted now: while measuring, it is one of the timed calls.
+    #[inline]
+    pub fn admitted(&mut self, now: Nanos, latency_ns: f64) {
+        match self.state {
+            State::Measuring {
+                drained,
+                want,
+                ref mut started,
+                ..
+            } => {
+                *started += 1;
+                if *started >= want {
+                    let started = *started;
+                    self.state = State::Closing {
+                        drained,
+                        at: now,
+                        want,
+                        started,
+                    };
+                }
+            }
+            _ => {
+                let _ = latency_ns;
+            }
+        }
+    }
+
+    fn settle(&mut self, now: Nanos, drained: Nanos, want: u8, started: u8, latency_ns: f64) {
+        self.state = State::Settling {
+            drained,
+            closed: now,
+            until: now.saturating_add(bound(MEASURE_LATENCIES, latency_ns)),
+            want,
+            started,
+        };
+    }
+
+    /// A healthy sample of a call that started at `start`. Returns the measurement when the
+    /// last timed call has finished.
+    #[inline]
+    pub fn sample(&mut self, now: Nanos, start: Nanos, latency_ns: f64) -> Option<Measured> {
+        let (drained, closed, want, started) = match self.state {
+            State::Measuring { drained, want, .. } => (drained, now, want, u8::MAX),
+            State::Closing {
+                drained, at, want, ..
+            } => (drained, at, want, u8::MAX),
+            State::Settling {
+                drained,
+                closed,
+                want,
+                started,
+                ..
+            } => (drained, closed, want, started),
+            _ => return None,
+        };
+        if start < drained || start > closed || self.n as usize >= PROBE_SAMPLES {
+            return None;
+        }
+        self.samples[self.n as usize] = latency_ns as f32;
+        self.n += 1;
+        if self.n < started {
+            return None;
+        }
+        self.conclude(now, want)
+    }
+
+    /// The probe ends; a quarter of the calls it wanted (at least 2) make a measurement: timed
+    /// calls that waited in the queue first may run out of deadline.
+    fn conclude(&mut self, now: Nanos, want: u8) -> Option<Measured> {
+        let m = (self.n >= want / 2).then(|| Measured {
+            p90: self.p90(),
+            mean: self.samples[..self.n as usize]
+                .iter()
+                .map(|&x| x as f64)
+                .sum::<f64>()
+                / self.n as f64,
+        });
+        self.finish(now);
+        if m.is_some() {
+            self.measured += 1;
+        }
+        m
+    }
+
+    fn finish(&mut self, now: Nanos) {
+        self.state = State::Idle;
+        self.last = now.wrapping_add(self.offset);
+        self.schedule();
+    }
+
+    /// The p90 of the samples taken: the order statistic k with k / (n + 1) ≥ 0.9, whose
+    /// expected quantile is 0.9 (nearest rank, ceil(0.9 n), reads low on a few samples: the
+    /// 9th of 10 is the 0.82 quantile on average).
+    fn p90(&self) -> f64 {
+        let n = self.n as usize;
+        let mut s = self.samples;
+        let s = &mut s[..n];
+        s.sort_unstable_by(|a, b| a.total_cmp(b));
+        let rank = ((0.9 * (n + 1) as f64).ceil() as usize).clamp(1, n);
+        s[rank - 1] as f64
+    }
+}
+
+#[inline]
+fn bound(latencies: f64, latency_ns: f64) -> u64 {
+    (latencies * latency_ns).max(PROBE_MIN_NS) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const S: u64 = 1_000 * MS;
+    const LAT: f64 = 100.0 * MS as f64;
+    /// At level 5 a probe times three rounds: 15 calls.
+    const WANT: u64 = 15;
+
+    fn probe() -> Probe {
+        Probe::new(true, 3 * S, 10_000, 0)
+    }
+
+    /// Drive one probe at `at` with `inflight` calls in flight, level 5: drain, admit `want`
+    /// calls, close. Returns the drained instant.
+    fn drain_and_admit(p: &mut Probe, at: Nanos) -> Nanos {
+        assert_eq!(p.tick(at, 20, 5, LAT), None);
+        assert_eq!(p.hold(), Hold::Level, "draining holds at the level");
+        let drained = at + 50 * MS;
+        p.tick(drained, 5, 5, LAT);
+        for _ in 0..WANT {
+            p.admitted(drained, LAT);
+        }
+        assert_eq!(
+            p.hold(),
+            Hold::Shut,
+            "all timed calls admitted: shut for this instant"
+        );
+        p.tick(drained + 1, 5, 5, LAT);
+        assert_eq!(p.hold(), Hold::No, "admission restored while they finish");
+        drained
+    }
+
+    #[test]
+    fn it_starts_at_the_next_wall_clock_phase() {
+        let mut p = probe();
+        assert_eq!(p.tick(9 * S, 20, 5, LAT), None);
+        assert_eq!(p.hold(), Hold::No);
+        p.tick(10 * S, 20, 5, LAT);
+        assert_eq!(p.hold(), Hold::Level);
+        // Another process, created at another time, with the same wall clock: same phase.
+        let mut q = Probe::new(true, 7 * S + 123, 10_000, 0);
+        q.tick(9_999 * MS, 20, 5, LAT);
+        assert_eq!(q.hold(), Hold::No);
+        q.tick(10 * S, 20, 5, LAT);
+        assert_eq!(q.hold(), Hold::Level);
+        // The offset maps `now` to the wall clock: 2 s on this clock is 10 s on the wall.
+        let mut r = Probe::new(true, S, 10_000, 8 * S);
+        r.tick(2 * S, 20, 5, LAT);
+        assert_eq!(r.hold(), Hold::Level);
+    }
+
+    #[test]
+    fn it_times_the_calls_admitted_while_held_each_to_its_end() {
+        let mut p = probe();
+        let drained = drain_and_admit(&mut p, 10 * S);
+        // A call that started before the drain is not one of them.
+        let early = p.sample(drained + 10 * MS, drained - MS, 900.0 * MS as f64);
+        assert_eq!(early, None);
+        // All but one finish at 100..113 ms; the last one, slow, concludes the probe.
+        for i in 0..WANT - 1 {
+            let lat = (100 + i) as f64 * MS as f64;
+            assert_eq!(p.sample(drained + 120 * MS, drained, lat), None);
+        }
+        let last = p.sample(drained + 400 * MS, drained, 300.0 * MS as f64);
+        let m = last.expect("measured");
+        let mean = ((100..100 + WANT - 1).sum::<u64>() + 300) as f64 / WANT as f64;
+        assert!((m.mean - mean * MS as f64).abs() < 1.0, "{m:?}");
+        assert_eq!(
+            m.p90,
+            300.0 * MS as f64,
+            "p90 of 15 is the worst: k/(n+1) >= 0.9"
+        );
+        assert_eq!(p.measured, 1);
+    }
+
+    #[test]
+    fn a_probe_that_cannot_drain_measures_nothing_and_lets_go() {
+        let mut p = probe();
+        p.tick(10 * S, 20, 5, LAT);
+        assert_eq!(p.hold(), Hold::Level);
+        // The drain bound is 3 smoothed latencies, at least 200 ms.
+        assert_eq!(p.tick(10 * S + 299 * MS, 20, 5, LAT), None);
+        assert_eq!(p.hold(), Hold::Level);
+        assert_eq!(p.tick(10 * S + 300 * MS, 20, 5, LAT), None);
+        assert_eq!(p.hold(), Hold::No);
+        assert_eq!(p.measured, 0);
+    }
+
+    #[test]
+    fn a_probe_with_half_its_calls_back_still_measures_at_its_bound() {
+        let mut p = probe();
+        let drained = drain_and_admit(&mut p, 10 * S);
+        for _ in 0..WANT / 2 {
+            assert_eq!(p.sample(drained + 120 * MS, drained, LAT), None);
+        }
+        let m = p.tick(drained + 1 + 300 * MS, 5, 5, LAT);
+        assert_eq!(m.expect("7 of 15 measure").mean, LAT);
+        let mut q = probe();
+        let drained = drain_and_admit(&mut q, 10 * S);
+        for _ in 0..WANT / 2 - 1 {
+            q.sample(drained + 120 * MS, drained, LAT);
+        }
+        let none = q.tick(drained + 1 + 300 * MS, 5, 5, LAT);
+        assert_eq!(none, None, "6 of 15 do not");
+    }
+
+    #[test]
+    fn disabled_or_interval_zero_never_holds() {
+        for mut p in [Probe::new(false, 0, 10_000, 0), Probe::new(true, 0, 0, 0)] {
+            for t in 0..100 {
+                p.tick(t * S, 20, 5, LAT);
+                assert_eq!(p.hold(), Hold::No);
+            }
+        }
+    }
+
+    #[test]
+    fn the_interval_doubles_for_a_slow_upstream_once_settled() {
+        let mut p = probe();
+        p.note_baseline(1_000.0 * MS as f64); // 1 s: 25 × 3 s = 75 s → 80 s
+        p.tick(10 * S, 20, 5, LAT);
+        assert_eq!(p.hold(), Hold::Level, "not settled yet: the base interval");
+        let mut q = probe();
+        q.note_baseline(1_000.0 * MS as f64);
+        q.note_settled(true);
+        q.tick(10 * S, 20, 5, LAT);
+        assert_eq!(q.hold(), Hold::No);
+        q.tick(80 * S, 20, 5, LAT);
+        assert_eq!(q.hold(), Hold::Level);
+    }
+}

@@ -1,0 +1,364 @@
+//! One key's policies, composed in this order, outermost first:
+//! breaker → limiter (+ queue) → bulkhead. The timeout lives in JS.
+
+use crate::breaker::{Breaker, BreakerState, BreakerTransition};
+use crate::bulkhead::Bulkhead;
+use crate::limiter::Limiter;
+use crate::options::{Algorithm, PolicyOptions};
+use crate::permit::PermitSlab;
+use crate::queue::Admission;
+use crate::rng::SplitMix64;
+use crate::{Nanos, Sample, Verdict};
+
+/// Why our own policy refused a call. The codes are the binding's wire format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum RejectReason {
+    Limit = 1,
+    Queue = 2,
+    Bulkhead = 3,
+    Breaker = 4,
+    Registry = 5,
+}
+
+impl RejectReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            RejectReason::Limit => "limit",
+            RejectReason::Queue => "queue",
+            RejectReason::Bulkhead => "bulkhead",
+            RejectReason::Breaker => "breaker",
+            RejectReason::Registry => "registry",
+        }
+    }
+}
+
+/// The outcome of an acquire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Acquired {
+    /// Run now; settle this permit id exactly once.
+    Permit(u64),
+    /// Wait: the caller holds the waiter and calls `admit_queued` / `leave_queue`.
+    Queued,
+    Rejected(RejectReason),
+}
+
+/// A settle that named no live permit: stale, double, or never issued. Accounting is untouched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StalePermit;
+
+/// Everything `stats()` reports for one key.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KeyStats {
+    /// The concurrency limit in force (`u32::MAX` when the limiter is off).
+    pub limit: u32,
+    /// Calls holding a permit: admitted and not yet settled.
+    pub inflight: u32,
+    /// Calls waiting in the queue.
+    pub queued: u32,
+    pub breaker: Option<BreakerState>,
+    pub algorithm: Option<Algorithm>,
+    pub baseline_ms: f64,
+    pub smoothed_ms: f64,
+    pub window_samples: u32,
+    pub bulkhead_active: u32,
+    /// Settled calls by verdict, indexed by `Verdict as usize`.
+    pub verdicts: [u64; 7],
+    /// Refused calls by reason, indexed by `RejectReason as usize` (index 0 unused).
+    pub rejections: [u64; 6],
+    /// The latency of the last observed call (start → mark, or start → settle), ns.
+    pub last_latency_ns: u64,
+    /// Calls released as stuck: their fn had not settled long after the caller's answer.
+    pub stuck: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct PolicySet {
+    breaker: Option<Breaker>,
+    limiter: Option<Limiter>,
+    bulkhead: Option<Bulkhead>,
+    algorithm: Option<Algorithm>,
+    permits: PermitSlab,
+    verdicts: [u64; 7],
+    rejections: [u64; 6],
+    last_latency_ns: u64,
+    stuck: u64,
+    /// When a call last settled here (creation time before any): how fresh its state is.
+    last_active: Nanos,
+}
+
+impl PolicySet {
+    pub fn new(opts: &PolicyOptions, now: Nanos) -> Self {
+        PolicySet {
+            breaker: opts.breaker.as_ref().map(Breaker::new),
+            limiter: opts.limiter.as_ref().map(|l| Limiter::new(l, now)),
+            bulkhead: opts.bulkhead.as_ref().map(Bulkhead::new),
+            algorithm: opts.limiter.map(|l| l.algorithm),
+            permits: PermitSlab::default(),
+            verdicts: [0; 7],
+            rejections: [0; 6],
+            last_latency_ns: 0,
+            stuck: 0,
+            last_active: now,
+        }
+    }
+
+    /// Acquire for a new call.
+    #[inline]
+    pub fn acquire(&mut self, now: Nanos, rng: &mut SplitMix64) -> Acquired {
+        self.acquire_within(now, rng, u64::MAX)
+    }
+
+    /// Acquire for a call that will wait at most `budget_ns` (its deadline): one that could
+    /// not leave the queue in time is refused with `Queue` at once.
+    #[inline]
+    pub fn acquire_within(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Acquired {
+        let a = self.acquire_inner(now, rng, budget_ns);
+        if let Acquired::Rejected(r) = a {
+            self.rejections[r as usize] += 1;
+        }
+        a
+    }
+
+    #[inline]
+    fn acquire_inner(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Acquired {
+        let probe = match &mut self.breaker {
+            Some(b) => match b.try_acquire(now) {
+                Some(p) => p,
+                None => return Acquired::Rejected(RejectReason::Breaker),
+            },
+            None => 0,
+        };
+        if let Some(l) = &mut self.limiter {
+            match l.admit(now, rng, budget_ns) {
+                Admission::Run => {}
+                Admission::Queue => {
+                    // The probe place is taken again when the waiter is admitted.
+                    self.give_back_probe(probe);
+                    return Acquired::Queued;
+                }
+                Admission::RejectLimit => return self.refuse(probe, RejectReason::Limit, false),
+                Admission::RejectQueue => return self.refuse(probe, RejectReason::Queue, false),
+            }
+        }
+        self.enter(now, probe)
+    }
+
+    /// Admit the oldest waiter if the limit allows it now. The breaker is asked again: a call
+    /// it would refuse now never reaches the upstream (and leaves the queue).
+    #[inline]
+    pub fn admit_queued(&mut self, now: Nanos) -> Option<Acquired> {
+        let a = self.admit_queued_inner(now);
+        if let Some(Acquired::Rejected(r)) = a {
+            self.rejections[r as usize] += 1;
+        }
+        a
+    }
+
+    #[inline]
+    fn admit_queued_inner(&mut self, now: Nanos) -> Option<Acquired> {
+        let limiter = self.limiter.as_mut()?;
+        if limiter.queued() == 0 {
+            return None;
+        }
+        let probe = match &mut self.breaker {
+            Some(b) => match b.try_acquire(now) {
+                Some(p) => p,
+                None => {
+                    limiter.leave_queue();
+                    return Some(Acquired::Rejected(RejectReason::Breaker));
+                }
+            },
+            None => 0,
+        };
+        if !limiter.admit_queued(now) {
+            self.give_back_probe(probe);
+            return None;
+        }
+        let a = self.enter(now, probe);
+        if let Acquired::Permit(id) = a {
+            if let Some(slot) = self.permits.get_mut(id) {
+                slot.waited = true;
+            }
+        }
+        Some(a)
+    }
+
+    /// A waiter left the queue without running. `false` when nobody was queued.
+    #[inline]
+    pub fn leave_queue(&mut self) -> bool {
+        self.limiter.as_mut().is_some_and(|l| l.leave_queue())
+    }
+
+    /// Past the limiter: the bulkhead, then a permit.
+    #[inline]
+    fn enter(&mut self, now: Nanos, probe: u32) -> Acquired {
+        if let Some(b) = &mut self.bulkhead {
+            if !b.try_acquire() {
+                return self.refuse(probe, RejectReason::Bulkhead, true);
+            }
+        }
+        let inflight = match &self.limiter {
+            Some(l) => l.inflight(),
+            None => self.permits.live() + 1,
+        };
+        match self.permits.alloc_probe(now, inflight, probe) {
+            Some(id) => Acquired::Permit(id),
+            None => {
+                if let Some(b) = &mut self.bulkhead {
+                    b.release();
+                }
+                self.refuse(probe, RejectReason::Limit, true)
+            }
+        }
+    }
+
+    /// Undo what the outer policies granted to a call refused further in.
+    fn refuse(&mut self, probe: u32, reason: RejectReason, limiter_admitted: bool) -> Acquired {
+        if limiter_admitted {
+            if let Some(l) = &mut self.limiter {
+                l.release(0, None);
+            }
+        }
+        self.give_back_probe(probe);
+        Acquired::Rejected(reason)
+    }
+
+    fn give_back_probe(&mut self, probe: u32) {
+        if probe != 0 {
+            if let Some(b) = &mut self.breaker {
+                b.release_probe(probe);
+            }
+        }
+    }
+
+    /// Record the first `mark()` of a live permit. `false` when the permit is not live.
+    #[inline]
+    pub fn mark(&mut self, id: u64, now: Nanos) -> bool {
+        match self.permits.get_mut(id) {
+            Some(slot) => {
+                if slot.mark == 0 {
+                    slot.mark = now.max(slot.start);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Settle a permit with its verdict. Returns how many waiters may be admitted now.
+    #[inline]
+    pub fn settle(&mut self, id: u64, verdict: Verdict, now: Nanos) -> Result<u32, StalePermit> {
+        let slot = self.permits.release(id).ok_or(StalePermit)?;
+        // A clock that went backwards yields 0, never a wrapped-around huge latency.
+        let end = now.max(slot.start);
+        self.last_active = end;
+        let duration_ns = end - slot.start;
+        let latency_ns = if slot.mark != 0 {
+            slot.mark - slot.start
+        } else {
+            duration_ns
+        };
+        self.verdicts[verdict as usize] += 1;
+        if !verdict.is_ignored() {
+            self.last_latency_ns = latency_ns;
+        }
+        if let Some(b) = &mut self.breaker {
+            b.on_result(end, verdict, latency_ns, slot.probe_cycle);
+        }
+        if let Some(b) = &mut self.bulkhead {
+            b.release();
+        }
+        match &mut self.limiter {
+            Some(l) => {
+                let sample = Sample {
+                    latency_ns,
+                    duration_ns,
+                    inflight: slot.inflight,
+                    verdict,
+                    waited: slot.waited,
+                };
+                l.release(end, (!verdict.is_ignored()).then_some(&sample));
+                Ok(l.wakeable())
+            }
+            None => Ok(0),
+        }
+    }
+
+    /// Settle a call whose fn never settled, long after its caller was answered (ADR 0602):
+    /// as [`settle`](Self::settle), and counted as stuck.
+    pub fn settle_stuck(
+        &mut self,
+        id: u64,
+        verdict: Verdict,
+        now: Nanos,
+    ) -> Result<u32, StalePermit> {
+        let n = self.settle(id, verdict, now)?;
+        self.stuck += 1;
+        Ok(n)
+    }
+
+    /// When a call last settled on this key (its creation time before the first).
+    #[inline]
+    pub fn last_active(&self) -> Nanos {
+        self.last_active
+    }
+
+    /// How many waiters could be admitted right now (0 without a limiter). The binding asks
+    /// after an acquire that queued: a limit that grew on that acquire admits waiters at once.
+    #[inline]
+    pub fn wakeable(&self) -> u32 {
+        self.limiter.as_ref().map_or(0, |l| l.wakeable())
+    }
+
+    /// The breaker's last state change (`None`: no breaker, or no change yet). O(1): poll its
+    /// `seq` after acquire / admit_queued / settle to emit state-change events.
+    #[inline]
+    pub fn breaker_transition(&self) -> Option<BreakerTransition> {
+        self.breaker.as_ref().and_then(|b| b.last_transition())
+    }
+
+    /// The breaker, if on (read-only: window counts, probes, options).
+    pub fn breaker(&self) -> Option<&Breaker> {
+        self.breaker.as_ref()
+    }
+
+    /// The limiter, if on (read-only).
+    pub fn limiter(&self) -> Option<&Limiter> {
+        self.limiter.as_ref()
+    }
+
+    /// Nothing in flight and nobody waiting: the registry may evict this key.
+    #[inline]
+    pub fn is_idle(&self) -> bool {
+        self.permits.live() == 0 && self.limiter.as_ref().is_none_or(|l| l.queued() == 0)
+    }
+
+    pub fn stats(&self, now: Nanos) -> KeyStats {
+        let ls = self
+            .limiter
+            .as_ref()
+            .map(|l| l.limit_stats())
+            .unwrap_or_default();
+        KeyStats {
+            limit: self.limiter.as_ref().map_or(u32::MAX, |l| l.limit()),
+            inflight: self.permits.live(),
+            queued: self.limiter.as_ref().map_or(0, |l| l.queued()),
+            breaker: self.breaker.as_ref().map(|b| b.state(now)),
+            algorithm: self.algorithm,
+            baseline_ms: ls.baseline_ms,
+            smoothed_ms: ls.smoothed_ms,
+            window_samples: ls.window_samples,
+            bulkhead_active: self.bulkhead.as_ref().map_or(0, |b| b.active()),
+            verdicts: self.verdicts,
+            rejections: self.rejections,
+            last_latency_ns: self.last_latency_ns,
+            stuck: self.stuck,
+        }
+    }
+
+    /// Approximate heap bytes this key holds beyond its inline size.
+    pub fn heap_bytes(&self) -> usize {
+        self.permits.heap_bytes()
+    }
+}

@@ -1,0 +1,62 @@
+//! Admission against the limit, with a queue (ADR 0005). Pure: counts in, decision out.
+//!
+//! Counted on total outstanding calls `o = inflight + queued` (ADR 0005; failsafe-go
+//! counts only waiters, see README): below `L` run at once; up to `initialFactor·L` wait; up to
+//! `maxFactor·L` wait with a rejection chance rising linearly from 0 to 1; beyond, reject.
+
+use crate::options::QueueOptions;
+use crate::rng::SplitMix64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Take a slot now.
+    Run,
+    /// Wait in the caller's FIFO queue.
+    Queue,
+    /// Refused at the limit with no queue configured (`reason: 'limit'`).
+    RejectLimit,
+    /// Refused by the queue's ramp or bound (`reason: 'queue'`).
+    RejectQueue,
+}
+
+/// Decide what a new call does. `run_limit` is what may run now; the queue's bounds are
+/// factors of `limit` (the two differ only while a baseline probe holds admission lower: its
+/// extra calls wait, none is refused for it). `rng` is drawn only inside the ramp.
+#[inline]
+pub fn admit(
+    inflight: u32,
+    queued: u32,
+    run_limit: u32,
+    limit: u32,
+    queue: Option<&QueueOptions>,
+    rng: &mut SplitMix64,
+) -> Admission {
+    // Waiters go first (FIFO): a newcomer runs at once only when nobody is waiting.
+    if queued == 0 && inflight < run_limit {
+        return Admission::Run;
+    }
+    let Some(q) = queue else {
+        // Without a queue a probe cannot make calls wait, so it does not hold them either.
+        return if inflight < limit {
+            Admission::Run
+        } else {
+            Admission::RejectLimit
+        };
+    };
+    let outstanding = (inflight + queued) as f64;
+    let l = limit as f64;
+    let wait_bound = q.initial_factor * l;
+    let reject_bound = q.max_factor * l;
+    if outstanding < wait_bound {
+        return Admission::Queue;
+    }
+    if outstanding >= reject_bound {
+        return Admission::RejectQueue;
+    }
+    let p_reject = (outstanding - wait_bound) / (reject_bound - wait_bound);
+    if rng.next_f64() < p_reject {
+        Admission::RejectQueue
+    } else {
+        Admission::Queue
+    }
+}

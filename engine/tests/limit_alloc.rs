@@ -1,0 +1,80 @@
+//! The adaptive limit allocates nothing after construction (zero steady-state
+//! allocation): samples of every verdict, window closes, baseline resets, idle recovery.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use resilix_engine::limit::Limit;
+use resilix_engine::{Algorithm, LimiterOptions, Sample, Verdict, NANOS_PER_MS};
+
+struct Counting;
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn adaptive_limit_allocates_nothing_after_construction() {
+    for algorithm in [Algorithm::Vegas, Algorithm::Gradient2, Algorithm::Aimd] {
+        let opts = LimiterOptions {
+            algorithm,
+            ..LimiterOptions::default()
+        };
+        let mut limit = Limit::new(&opts, 0);
+        let before = ALLOCS.load(Ordering::Relaxed);
+        let mut now = 0u64;
+        let mut x = 1u64;
+        for i in 0..200_000u64 {
+            now += NANOS_PER_MS; // 1 000 calls/s: windows close every 2 s, ~3 000 windows
+            if i == 150_000 {
+                now += 600_000 * NANOS_PER_MS; // ten idle minutes: idle recovery on the next acquire
+            }
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let inflight = 1 + (x >> 59) as u32 * 3; // 1..=94: varied demand
+            let verdict = match (x >> 40) % 50 {
+                0 => Verdict::Timeout,
+                1 => Verdict::Overload,
+                2 => Verdict::Failure,
+                3 => Verdict::Answered,
+                _ => Verdict::Success,
+            };
+            let latency_ns = (40 + inflight as u64 + (x >> 56)) * NANOS_PER_MS;
+            limit.on_acquire(now, inflight - 1);
+            limit.on_sample(
+                now,
+                &Sample {
+                    latency_ns,
+                    duration_ns: latency_ns,
+                    inflight,
+                    verdict,
+                    waited: false,
+                },
+                inflight - 1,
+            );
+        }
+        let after = ALLOCS.load(Ordering::Relaxed);
+        assert_eq!(
+            after - before,
+            0,
+            "{algorithm:?} allocated {} times",
+            after - before
+        );
+        assert!(limit.current() >= 4);
+    }
+}

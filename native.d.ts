@@ -141,7 +141,7 @@ export declare function settleStuck(handle: number, permit: number, verdict: num
 /** The stats of a live key, or null when the key is not in the registry. */
 export declare function stats(id: number, key: string): NativeStats | null
 
-/** The codes above, read once by the JS layer. */
+/** Every outcome code of the hot path, read once by the JS layer at load. */
 export declare function wireCodes(): WireCodes
 
 export interface WireCodes {

@@ -267,3 +267,10 @@ pub fn observe(handle: f64) -> f64 {
     })
     .unwrap_or(STALE_HANDLE)
 }
+
+/// Test builds only: engines alive on this thread (dropped instances leave once collected).
+#[cfg(feature = "test-hooks")]
+#[napi(catch_unwind, skip_typescript)]
+pub fn live_engine_count() -> f64 {
+    ENGINES.with(|cell| cell.borrow().iter().filter(|e| e.is_some()).count() as f64)
+}

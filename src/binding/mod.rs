@@ -5,6 +5,8 @@
 //! the cost of class methods (ADR 0500). Every function is `catch_unwind`: a Rust panic becomes a
 //! JS exception, never an abort of the Node process.
 
+#[cfg(feature = "test-hooks")]
+mod alloc_count;
 mod codes;
 mod engines;
 mod hot;

@@ -12,12 +12,14 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const readme = readFileSync(join(root, 'README.md'), 'utf8')
 const dts = readFileSync(join(root, 'index.d.ts'), 'utf8')
 
-/** The text of a `## title` section, up to the next `## ` heading. */
+/** The text of a `## title` or `### title` section, up to the next heading of its level or higher. */
 function section(title) {
-  const start = readme.indexOf(`\n## ${title}\n`)
-  assert.ok(start >= 0, `README has a "## ${title}" section`)
-  const end = readme.indexOf('\n## ', start + 1)
-  return readme.slice(start, end < 0 ? undefined : end)
+  const m = new RegExp(`\\n(#{2,3}) ${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\n`).exec(readme)
+  assert.ok(m, `README has a "## ${title}" or "### ${title}" section`)
+  const next = new RegExp(`\\n#{2,${m[1].length}} `, 'g')
+  next.lastIndex = m.index + 1
+  const end = next.exec(readme)
+  return readme.slice(m.index, end ? end.index : undefined)
 }
 
 /** Table rows of a section as arrays of cells; the first cell's backticks are removed. */

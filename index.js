@@ -1,6 +1,6 @@
 'use strict'
 // The public surface. Promises, waiters, deadlines, signals and classification live here;
-// every policy decision is the engine's (src/engine). Hot path: one native call to acquire,
+// every policy decision is the engine's (engine/src). Hot path: one native call to acquire,
 // one to settle, numbers only.
 
 const { AsyncResource } = require('node:async_hooks')

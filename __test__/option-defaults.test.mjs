@@ -1,5 +1,5 @@
 // Every option default is written in four places: the engine's `Default` impls
-// (src/engine/options.rs, the values that run), the `///` docs of the binding's NativeOptions
+// (engine/src/options.rs, the values that run), the `///` docs of the binding's NativeOptions
 // (src/binding/options.rs), the "Default …" of index.d.ts, and the README's Options table.
 // These tests hold the four equal, and check what the built addon exposes at run time against
 // the engine's values, so that a default changed in one place fails here until every place says
@@ -23,13 +23,13 @@ function rustValue(v) {
   return alg ? alg[1].toLowerCase() : undefined
 }
 
-/** The engine's defaults, from the `impl Default for …` bodies of src/engine/options.rs. */
-function engineDefaults(text = read('src/engine/options.rs')) {
+/** The engine's defaults, from the `impl Default for …` bodies of engine/src/options.rs. */
+function engineDefaults(text = read('engine/src/options.rs')) {
   const prefixes = { LimiterOptions: '', QueueOptions: 'queue.', BreakerOptions: 'breaker.', RegistryOptions: '' }
   const out = {}
   for (const [struct, prefix] of Object.entries(prefixes)) {
     const m = new RegExp(`impl Default for ${struct} \\{[\\s\\S]*?${struct} \\{([\\s\\S]*?)\\n\\s*\\}`).exec(text)
-    assert.ok(m, `src/engine/options.rs has impl Default for ${struct}`)
+    assert.ok(m, `engine/src/options.rs has impl Default for ${struct}`)
     for (const f of m[1].matchAll(/^\s*(\w+):\s*([^,\n]+),?\s*$/gm)) {
       const value = rustValue(f[2])
       if (value !== undefined && f[1] !== 'clock_offset_ns') out[prefix + camel(f[1])] = value

@@ -1,6 +1,6 @@
 'use strict'
 // Public options → the binding's flat options. Types are checked here (TypeError naming the
-// option); ranges are checked once, in the engine (src/engine/options.rs), and come back as
+// option); ranges are checked once, in the engine (engine/src/options.rs), and come back as
 // RangeError naming the option. Unknown options are refused: a typo must not pass silently.
 
 const LIMITER_NUMBERS = [

@@ -1,6 +1,6 @@
 'use strict'
 // Verdicts. The numeric codes are the binding's wire format
-// (src/engine/verdict.rs); the strings are the public names.
+// (engine/src/verdict.rs); the strings are the public names.
 
 const SUCCESS = 0
 const FAILURE = 1

@@ -1,5 +1,5 @@
 //! Criterion benches of the pure engine, through its public API only so that they
-//! follow the algorithms as they land. `cargo bench --bench engine`.
+//! follow the algorithms as they land. `cargo bench -p resilix-engine --bench engine`.
 //!
 //! - acquire+settle with the default policy set (breaker → Vegas limiter + queue), time advancing;
 //! - a window close with its quantile update (Vegas): 50 calls spanning just over `windowMinMs`

@@ -470,7 +470,7 @@ fn run(opts: PolicyOptions, max_keys: u32, seed: u64, start: u64, ops: &[Op]) {
 
 /// 800 cases of up to 300 steps: about 7 s in the dev profile on an idle 2-core machine,
 /// 15 s at load 6 (0.3 s in release).
-/// `PROPTEST_CASES=20000 cargo test --test properties` for a longer hunt.
+/// `PROPTEST_CASES=20000 cargo test -p resilix-engine --test properties` for a longer hunt.
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()

@@ -1,6 +1,6 @@
 //! The queue shape (ADR 0005) on a fixed limit: each region, the ramp's rejection
 //! fraction, FIFO accounting, and `queue: None`. (Boundaries moving with the limit: the unit
-//! tests in src/engine/limiter.rs.)
+//! tests in engine/src/limiter.rs.)
 
 use resilix_engine::queue::{admit, Admission};
 use resilix_engine::{

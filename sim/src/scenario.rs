@@ -1,6 +1,6 @@
-//! The scenarios (README, "Simulator"), plus one scenario per failure mode reported against
+//! The scenarios (described in sim/README.md), plus one scenario per failure mode reported against
 //! other limiters. A scenario is data: the world at t = 0 and a list of timed changes.
-//! Modelling choices are written next to the field and in the README's "Simulator" section.
+//! Modelling choices are written next to the field and in sim/README.md.
 
 use crate::dist::lognormal_mean_factor;
 

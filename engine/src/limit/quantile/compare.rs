@@ -1,5 +1,5 @@
 //! Both estimators against exact quantiles on bursty, skewed (log-normal) and
-//! bimodal inputs. `cargo test --lib quantile_error_table -- --nocapture` prints the table that
+//! bimodal inputs. `cargo test -p resilix-engine --lib quantile_error_table -- --nocapture` prints the table that
 //! goes to BENCHMARKS.md; the test asserts the shipped estimator's bound so it cannot regress.
 
 use super::hybrid::Hybrid;

@@ -3,14 +3,13 @@
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
-use std::time::Instant;
 
 use napi::{Env, Error, Result, Status};
 use napi_derive::napi;
 
 use super::codes::*;
 use super::options::{to_options, NativeOptions};
-use resilix_engine::{Acquired, Engine, Nanos, RegistryError, Verdict};
+use resilix_engine::{Acquired, Engine, RegistryError, Verdict};
 
 const KEY_BITS: u32 = resilix_engine::registry::INDEX_BITS + resilix_engine::registry::GEN_BITS;
 const KEY_SPAN: f64 = (1u64 << KEY_BITS) as f64;
@@ -21,15 +20,7 @@ thread_local! {
     static ENGINES: RefCell<Vec<Option<Engine>>> = const { RefCell::new(Vec::new()) };
 }
 
-static ORIGIN: OnceLock<Instant> = OnceLock::new();
-
-/// Monotonic nanoseconds for the engine (+1 s so that 0 never reads as a real time).
-/// (A direct `clock_gettime` measured the same as `Instant` over 21 interleaved rounds:
-/// benches/node/napi-probes.mjs, BENCHMARKS.md.)
-#[inline]
-pub(crate) fn now() -> Nanos {
-    ORIGIN.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1_000_000_000
-}
+pub(crate) use super::clock::now;
 
 /// Add to `now()` for nanoseconds since the Unix epoch: the limit's baseline probes are
 /// phased on the wall clock so that independent processes probe a shared upstream together.

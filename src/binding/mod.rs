@@ -7,6 +7,7 @@
 
 #[cfg(feature = "test-hooks")]
 mod alloc_count;
+mod clock;
 mod codes;
 mod engines;
 mod hot;

@@ -122,10 +122,11 @@ test('the published tarball: a clean manifest (no scripts, no devDependencies) w
       if (k !== 'scripts' && k !== 'devDependencies') assert.deepEqual(m[k], v, `${k} as in package.json`)
     }
     const paths = files.map((f) => f.path)
-    for (const f of ['undici.js', 'undici.mjs', 'undici.d.ts', 'lib/interceptor/request.js', 'lib/interceptor/options.js']) {
+    for (const f of ['LICENSE', 'undici.js', 'undici.mjs', 'undici.d.ts', 'lib/interceptor/request.js', 'lib/interceptor/options.js']) {
       assert.ok(paths.includes(f), `${f} is in the tarball`)
     }
-    assert.ok(!paths.some((p) => /^(src|sim|demo|scripts|__test__|docs|npm)\//.test(p)), paths.join(', '))
+    assert.ok(!paths.some((p) => /^(src|engine|sim|demo|scripts|__test__|docs|npm)\//.test(p)), paths.join(', '))
+    assert.match(readFileSync(join(staged, 'LICENSE'), 'utf8'), /^MIT License/)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

@@ -9,14 +9,10 @@
 // Set BENCH_WALL=1 to use wall time instead. BENCH_QUICK=1 runs a short smoke version.
 // BENCH_BASELINE=/path/to/other/checkout/index.js adds that build's rows, interleaved with
 // these (a before/after comparison in one process: across processes a shared VM varies ±30 %).
-import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { work, RESILIX, PEERS, resilixRun, loadResilix, sequential, concurrent, clock as clockOf } from './contenders.mjs'
 
-const require = createRequire(import.meta.url)
-const { Resilix } = require('../../index.js')
-const cockatiel = require('cockatiel')
-const CircuitBreaker = require('opossum')
-const { default: pLimit } = await import('p-limit')
+const Resilix = loadResilix()
 
 const QUICK = process.env.BENCH_QUICK === '1'
 const WALL = process.env.BENCH_WALL === '1'
@@ -26,142 +22,38 @@ const CONCURRENCY = 100
 const TPUT_CALLS = QUICK ? 50_000 : 300_000
 const HEAP_CALLS = QUICK ? 100_000 : 1_000_000
 
-function nowNs() {
-  if (WALL) return Number(process.hrtime.bigint())
-  const u = process.cpuUsage()
-  return (u.user + u.system) * 1000
-}
+const nowNs = clockOf(WALL)
 
-/** The function every contender runs: the cheapest real async function. */
-const work = async () => 1
-
-const baseline = process.env.BENCH_BASELINE ? require(process.env.BENCH_BASELINE).Resilix : null
+const baseline = process.env.BENCH_BASELINE ? loadResilix(process.env.BENCH_BASELINE) : null
 
 /**
- * Each contender: `make()` builds a fresh instance and returns `run`, a function returning the
+ * Each contender: `make()` resolves to `run` for a fresh instance, a function returning the
  * promise of one protected call. `scale` shrinks the call count of very slow contenders.
  */
+const rx = (name, options, goal, lib = Resilix) => ({ name, goal, make: async () => resilixRun(lib, options) })
 const contenders = [
-  { name: 'bare await', make: () => work },
-  {
-    name: 'resilix full stack (breaker+limiter+bulkhead+timeoutMs)',
-    goal: 250,
-    make: () => {
-      const rx = new Resilix({ initialLimit: 100, bulkhead: { maxConcurrent: 100 }, timeoutMs: 10_000 })
-      return () => rx.execute(work)
-    },
-  },
-  {
-    name: 'resilix limiter only',
-    goal: 150,
-    make: () => {
-      const rx = new Resilix({ breaker: false, initialLimit: 100 })
-      return () => rx.execute(work)
-    },
-  },
-  {
-    name: 'resilix defaults, algorithm fixed',
-    goal: 300,
-    make: () => {
-      const rx = new Resilix({ algorithm: 'fixed', initialLimit: 100 })
-      return () => rx.execute(work)
-    },
-  },
+  { name: 'bare await', make: async () => work },
+  rx('resilix full stack (breaker+limiter+bulkhead+timeoutMs)', RESILIX.full, 250),
+  rx('resilix limiter only', RESILIX.breakerOff, 150),
+  rx('resilix defaults, algorithm fixed', RESILIX.defaultsFixed, 300),
   ...(baseline === null
     ? []
     : [
-        {
-          name: 'BASELINE full stack',
-          make: () => {
-            const rx = new baseline({ initialLimit: 100, bulkhead: { maxConcurrent: 100 }, timeoutMs: 10_000 })
-            return () => rx.execute(work)
-          },
-        },
-        {
-          name: 'BASELINE limiter only',
-          make: () => {
-            const rx = new baseline({ breaker: false, initialLimit: 100 })
-            return () => rx.execute(work)
-          },
-        },
+        rx('BASELINE full stack', RESILIX.full, undefined, baseline),
+        rx('BASELINE limiter only', RESILIX.breakerOff, undefined, baseline),
       ]),
-  {
-    name: 'cockatiel bulkhead(100)',
-    make: () => {
-      const p = cockatiel.bulkhead(100)
-      return () => p.execute(work)
-    },
-  },
-  {
-    name: 'cockatiel circuitBreaker(consecutive 5)',
-    make: () => {
-      const p = cockatiel.circuitBreaker(cockatiel.handleAll, {
-        halfOpenAfter: 10_000,
-        breaker: new cockatiel.ConsecutiveBreaker(5),
-      })
-      return () => p.execute(work)
-    },
-  },
-  {
-    name: 'cockatiel wrap(timeout, breaker, bulkhead)',
-    scale: 1 / 20,
-    make: () => {
-      const p = cockatiel.wrap(
-        cockatiel.timeout(10_000, cockatiel.TimeoutStrategy.Cooperative),
-        cockatiel.circuitBreaker(cockatiel.handleAll, {
-          halfOpenAfter: 10_000,
-          breaker: new cockatiel.ConsecutiveBreaker(5),
-        }),
-        cockatiel.bulkhead(100),
-      )
-      return () => p.execute(work)
-    },
-  },
-  {
-    name: 'opossum, defaults',
-    make: () => {
-      const b = new CircuitBreaker(work)
-      return () => b.fire()
-    },
-  },
-  {
-    name: 'p-limit(100)',
-    make: () => {
-      const limit = pLimit(100)
-      return () => limit(work)
-    },
-  },
+  PEERS.cockatielBulkhead,
+  PEERS.cockatielBreaker,
+  { ...PEERS.cockatielWrap, scale: 1 / 20 },
+  PEERS.opossum,
+  PEERS.pLimit,
 ]
-
-async function sequential(run, n) {
-  for (let i = 0; i < n; i++) await run()
-}
-
-/** `callers` concurrent loops sharing `n` calls; rejections are counted, not thrown. */
-async function concurrent(run, n, callers) {
-  let left = n
-  let rejected = 0
-  async function caller() {
-    while (left > 0) {
-      left--
-      try {
-        await run()
-      } catch {
-        rejected++
-      }
-    }
-  }
-  const all = []
-  for (let i = 0; i < callers; i++) all.push(caller())
-  await Promise.all(all)
-  return rejected
-}
 
 const median = (a) => a.slice().sort((x, y) => x - y)[a.length >> 1]
 const calls = (c, n) => Math.max(1000, Math.round(n * (c.scale ?? 1)))
 
 // ---- 1. overhead per call ------------------------------------------------------------------
-const runs = contenders.map((c) => c.make())
+const runs = await Promise.all(contenders.map((c) => c.make()))
 for (let i = 0; i < contenders.length; i++) await sequential(runs[i], calls(contenders[i], SEQ_CALLS) / 5) // warm-up
 const perCall = contenders.map(() => [])
 for (let r = 0; r < ROUNDS; r++) {
@@ -197,7 +89,7 @@ if (typeof globalThis.gc === 'function') {
     globalThis.gc()
   }
   for (let i = 0; i < contenders.length; i++) {
-    const run = contenders[i].make()
+    const run = await contenders[i].make()
     await concurrent(run, 2000, CONCURRENCY)
     await settle()
     const before = process.memoryUsage().heapUsed

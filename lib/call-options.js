@@ -9,10 +9,11 @@ const { checkSignal } = require('./signals')
 const parsed = { key: 'default', timeoutMs: undefined, signal: undefined, aborted: false, error: null }
 
 /**
- * Reads `opts` into `parsed`; false (with `parsed.error`) when they are bad. `what` names the
- * method; `withKey`: read `opts.key` too (execute).
+ * Reads `opts` into `parsed`; false (with `parsed.error`) when they are bad. `execute`: the
+ * options of execute(), which take a key too; else acquire()'s. `timeoutMs`: the default.
  */
-function readCallOptions(opts, what, withKey, timeoutMs) {
+function readCallOptions(opts, execute, timeoutMs) {
+  const what = execute ? 'execute' : 'acquire'
   parsed.key = 'default'
   parsed.timeoutMs = timeoutMs
   parsed.signal = undefined
@@ -21,11 +22,11 @@ function readCallOptions(opts, what, withKey, timeoutMs) {
     if (opts === null || typeof opts !== 'object') {
       throw new TypeError(`resilix: ${what} options must be an object, got ${describe(opts)}`)
     }
-    const unknown = withKey ? unknownExecuteOption(opts) : unknownAcquireOption(opts)
+    const unknown = execute ? unknownExecuteOption(opts) : unknownAcquireOption(opts)
     if (unknown !== undefined) {
-      throw new TypeError(`resilix: unknown ${what} option ${unknown} (${what} takes ${withKey ? 'key, timeoutMs, signal' : 'timeoutMs, signal'})`)
+      throw new TypeError(`resilix: unknown ${what} option ${unknown} (${what} takes ${execute ? 'key, timeoutMs, signal' : 'timeoutMs, signal'})`)
     }
-    if (withKey) {
+    if (execute) {
       const key = opts.key
       if (key !== undefined) parsed.key = key
     }

@@ -1,10 +1,21 @@
 'use strict'
-// One call: the context handed to fn ({ key, signal, mark() }) and the bookkeeping that the
-// policies need, in one object so that a call allocates as little as possible. Fields with a
-// leading underscore are internal.
+// One call and its lifecycle. A call is the context handed to fn ({ key, signal, mark() }) and
+// the bookkeeping that the policies need, in one object so that a call allocates as little as
+// possible; fields with a leading underscore are internal. Lifecycle: admitted (index.js), maybe
+// waiting in its key's FIFO (lib/queue.js), running, then settled with the engine; the caller is
+// answered by fn, its deadline or its signal, whichever comes first. Plain functions, not
+// methods: each call site calls one known function, whichever class the call is.
 
+const { AsyncResource } = require('node:async_hooks')
+const { native, clockCell } = require('./native')
 const { TimeoutError } = require('./errors')
+const V = require('./verdicts')
+const { custom } = require('./classify')
 const { reasonOf } = require('./signals')
+const { Deadlines } = require('./deadlines')
+const { enqueue, admitNext, leave } = require('./queue')
+const { Permit } = require('./permit')
+const { stuckAfterMs, warnSelfWait } = require('./lifetime')
 
 // States of a call.
 const WAITING = 0 // in the key's queue
@@ -58,7 +69,7 @@ class Call {
   _doMark() {
     if (this._marked || this._state !== RUNNING) return
     this._marked = true
-    this._rx._mark(this)
+    native.mark(this._ks.handle, this._permit)
   }
 }
 
@@ -106,6 +117,252 @@ function runFn(call) {
   }
 }
 
-const runningNow = () => current
+// ---- running ----------------------------------------------------------------------------------
 
-module.exports = { Call, GuardedCall, WAITING, RUNNING, DONE, runFn, runningNow }
+/** A call with no deadline, no caller signal and no wait: fn's own promise, awaited. */
+async function runPlain(call, permit) {
+  call._permit = permit
+  call._state = RUNNING
+  let v
+  try {
+    v = await runFn(call)
+  } catch (err) {
+    finish(call, verdictOfError(call, err))
+    // As on the guarded path (fnDone): a classify that throws rejects with its own error.
+    if (call._classifyError !== undefined) throw call._classifyError
+    throw err
+  }
+  finish(call, verdictOfValue(call, v))
+  if (call._classifyError !== undefined) throw call._classifyError
+  return v
+}
+
+/** A call with a deadline or a caller signal, holding `permit`: our own promise. */
+function runGuarded(call, permit) {
+  call._permit = permit
+  call._state = RUNNING
+  return guard(call, true)
+}
+
+/** A call that waits in its key's FIFO; a fn running on that key warns once (self-wait). */
+function wait(call) {
+  if (current === call._ks) warnSelfWait(call._ks)
+  return guard(call, false)
+}
+
+/** Links the caller's signal and the deadline, then starts the call or queues it. */
+function guard(call, running) {
+  const signal = call._callerSignal
+  if (signal !== undefined) {
+    try {
+      call._rx._signals.add(call, signal)
+    } catch (err) {
+      // The signal refused its listener: the call never starts.
+      call._state = DONE
+      if (running) settle(call._rx, call._ks, call._permit, V.CANCELLED)
+      else native.leaveQueue(call._ks.handle)
+      return Promise.reject(err)
+    }
+  }
+  capturing = call
+  const promise = new Promise(capture)
+  // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
+  if (call._timeoutMs !== undefined) deadlines.add(call, call._timeoutMs, clockCell[0], true)
+  if (running) start(call)
+  else {
+    // Keep the caller's async context for when fn runs later (p-limit #71).
+    call._asyncResource = new AsyncResource('resilix.queued')
+    enqueue(call._ks, call)
+  }
+  return promise
+}
+
+// The call whose promise is being created: `new Promise(capture)` stores the resolvers on it
+// without allocating an executor closure per call (the executor runs synchronously).
+let capturing = null
+function capture(resolve, reject) {
+  capturing._resolve = resolve
+  capturing._reject = reject
+  capturing = null
+}
+
+function start(call) {
+  if (call._fn === null) {
+    // acquire(): hand over a permit; its holder settles it.
+    detach(call)
+    call._state = DONE
+    call._answered = true
+    call._resolve(new Permit(call._rx, call._ks, call._permit))
+    return
+  }
+  let r
+  try {
+    r = runFn(call)
+  } catch (err) {
+    fnDone(call, false, err)
+    return
+  }
+  if (r !== null && (typeof r === 'object' || typeof r === 'function')) {
+    // A thenable is untrusted code: reading `then` or calling it may throw, and it may call
+    // back twice. Promise semantics: a throw rejects, the first callback wins (fnDone ignores
+    // the rest), so the permit is settled exactly once whatever the thenable does.
+    try {
+      const then = r.then
+      if (typeof then === 'function') {
+        then.call(
+          r,
+          (v) => fnDone(call, true, v),
+          (e) => fnDone(call, false, e),
+        )
+        return
+      }
+    } catch (err) {
+      fnDone(call, false, err)
+      return
+    }
+  }
+  fnDone(call, true, r)
+}
+
+function fnDone(call, ok, x) {
+  if (call._state !== RUNNING) return // a thenable calling back twice, or throwing after
+  let verdict
+  if (call._cancelled) verdict = V.CANCELLED
+  else if (call._timedOut) verdict = V.TIMEOUT
+  else verdict = ok ? verdictOfValue(call, x) : verdictOfError(call, x)
+  detach(call)
+  call._state = DONE
+  // The caller first: resolving runs no user code now, and the settle below may start woken
+  // calls, whose own failures must never leave this caller unanswered.
+  if (!call._answered) {
+    call._answered = true
+    if (call._classifyError !== undefined) call._reject(call._classifyError)
+    else if (ok) call._resolve(x)
+    else call._reject(x)
+  }
+  settle(call._rx, call._ks, call._permit, verdict)
+}
+
+function verdictOfValue(call, v) {
+  const classify = call._rx._classify
+  return classify === undefined ? V.classifyValue(v) : custom(classify, call, true, v)
+}
+
+function verdictOfError(call, e) {
+  const classify = call._rx._classify
+  return classify === undefined ? V.classifyError(e) : custom(classify, call, false, e)
+}
+
+// ---- settling and waking ----------------------------------------------------------------------
+
+function finish(call, verdict) {
+  call._state = DONE
+  settle(call._rx, call._ks, call._permit, verdict)
+}
+
+/** Settles a permit with the engine. */
+function settle(rx, ks, permit, verdict) {
+  settled(rx, ks, native.settle(ks.handle, permit, verdict))
+}
+
+/** After a settle: `freed` slots (the engine's answer) wake the key's waiters. */
+function settled(rx, ks, freed) {
+  if (rx._events.watching) rx._events.observe(ks)
+  if (freed > 0 && ks.head !== null) wake(rx, ks)
+}
+
+/** Starts or rejects the key's waiters, oldest first, while the engine answers for them. */
+function wake(rx, ks) {
+  if (ks.waking) return // the loop below is already running (a woken fn settled synchronously)
+  ks.waking = true
+  try {
+    let call
+    while ((call = admitNext(ks)) !== null) {
+      if (call._permit >= 0) {
+        call._state = RUNNING
+        const ar = call._asyncResource
+        call._asyncResource = null
+        ar.runInAsyncScope(start, null, call)
+        ar.emitDestroy()
+      } else {
+        detach(call)
+        call._state = DONE
+        answer(call, rx._events.rejected(call._permit, ks.name))
+      }
+    }
+  } finally {
+    ks.waking = false
+  }
+}
+
+// ---- ending early: deadline, caller abort, close -----------------------------------------------
+
+/** Stops the deadline and unlinks the caller's signal: no listener outlives the call. */
+function detach(call) {
+  if (call._dlist !== null) deadlines.remove(call)
+  if (call._sentry !== null) call._rx._signals.remove(call)
+}
+
+function answer(call, err) {
+  if (call._answered) return
+  call._answered = true
+  call._reject(err)
+}
+
+/** A waiting call leaves the FIFO and the engine's queue, rejected with `err`. */
+function giveUp(call, err) {
+  leave(call)
+  call._state = DONE
+  detach(call)
+  answer(call, err)
+}
+
+/** A deadline passed (Deadlines removed it): the caller's, or the stuck bound's. */
+function expire(call, now) {
+  if (call._state === WAITING) {
+    giveUp(call, new TimeoutError(call.key, call._timeoutMs, true))
+    return
+  }
+  if (call._state !== RUNNING) return
+  if (call._answered) {
+    releaseStuck(call)
+    return
+  }
+  call._timedOut = true
+  // The caller has its answer; a later abort of its signal can change nothing (ctx.signal is
+  // aborted below), so unlink now rather than when a fn that ignores its signal settles: a
+  // long-lived parent signal must not hold a listener per timed-out straggler.
+  detach(call)
+  const err = new TimeoutError(call.key, call._timeoutMs, false)
+  answer(call, err)
+  deadlines.add(call, stuckAfterMs(call), now, false)
+  if (call._controller !== null) call._controller.abort(err)
+}
+
+/** The caller's signal aborted (lib/signals.js unlinked the call). */
+function callerAborted(call, reason) {
+  if (call._state === WAITING) {
+    giveUp(call, reason)
+    return
+  }
+  if (call._state !== RUNNING) return
+  call._cancelled = true
+  if (call._dlist !== null) deadlines.remove(call)
+  answer(call, reason)
+  deadlines.add(call, stuckAfterMs(call), native.nowMs(), false)
+  if (call._controller !== null) call._controller.abort(reason)
+}
+
+/** Its caller answered long ago, fn still unsettled: free the slot (ADR 0602). */
+function releaseStuck(call) {
+  call._state = DONE
+  const ks = call._ks
+  settled(call._rx, ks, native.settleStuck(ks.handle, call._permit, call._cancelled ? V.CANCELLED : V.TIMEOUT))
+}
+
+/** The thread's deadlines, shared by every instance. */
+const deadlines = new Deadlines(expire)
+
+module.exports = {
+  Call, GuardedCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted,
+}

@@ -1,8 +1,8 @@
 'use strict'
-// Per-call deadlines without a timer per call, shared by every instance of the thread. Calls with
-// the same timeoutMs expire in the order they started, so each distinct timeoutMs keeps an
-// intrusive FIFO (O(1) add and remove, no allocation per call: the links live on the call). One
-// timer is armed for the earliest head.
+// Per-call deadlines without a timer per call: one Deadlines per thread (lib/call.js holds it),
+// shared by every instance. Calls with the same timeoutMs expire in the order they started, so
+// each distinct timeoutMs keeps an intrusive FIFO (O(1) add and remove, no allocation per call:
+// the links live on the call). One timer is armed for the earliest head.
 //
 // The timer is ref'd while some entry "holds": a caller still waiting for its answer keeps the
 // process alive until it gets one, and nothing else does (ADR 0603). Being module-level, the
@@ -25,7 +25,9 @@ class DeadlineList {
 }
 
 class Deadlines {
-  constructor() {
+  /** @param {(call: any, now: number) => void} onExpire called with each call whose deadline passed */
+  constructor(onExpire) {
+    this.onExpire = onExpire
     /** @type {Map<number, DeadlineList>} */
     this.lists = new Map()
     this.timer = null
@@ -37,7 +39,7 @@ class Deadlines {
 
   /**
    * Starts `call`'s deadline `ms` from `now` (the engine clock, ms); at the deadline
-   * `call._rx._expire(call, now)` runs. `holds`: keep the process alive until then.
+   * `onExpire(call, now)` runs. `holds`: keep the process alive until then.
    */
   add(call, ms, now, holds) {
     let list = this.lists.get(ms)
@@ -99,7 +101,7 @@ class Deadlines {
       let call = list.head
       while (call !== null && call._deadline <= now) {
         this.remove(call)
-        call._rx._expire(call, now)
+        this.onExpire(call, now)
         call = list.head
       }
       if (call === null) this.lists.delete(list.ms)
@@ -109,7 +111,4 @@ class Deadlines {
   }
 }
 
-/** The thread's deadlines (one module instance per thread). */
-const deadlines = new Deadlines()
-
-module.exports = { deadlines, Deadlines }
+module.exports = { Deadlines }

@@ -1,12 +1,14 @@
 'use strict'
 // Subscriptions in cockatiel's shape: `on(listener)` returns `{ dispose() }`, disposable with
 // `using` too (`[Symbol.dispose]`). When nobody listens, the hot path pays one boolean check
-// (`watching`) and nothing else.
+// (`watching`) and nothing else. The engine's numeric answers become events here: observe()
+// polls a key's limit and breaker state, rejected() names a refusal.
 
 // Node defines Symbol.dispose from 20.4 on; before that it used Symbol.for('nodejs.dispose').
 const DISPOSE = Symbol.dispose ?? Symbol.for('nodejs.dispose')
 
-const { native, BREAKER_STATES } = require('./native')
+const { native, BREAKER_STATES, REASONS, REJECTED_BASE } = require('./native')
+const { RejectedError } = require('./errors')
 
 class Emitter {
   constructor() {
@@ -58,6 +60,17 @@ class Emitter {
     if (state !== prevState && this.has('breaker')) {
       this.emit('breaker', { key: ks.name, state: BREAKER_STATES[state], previous: BREAKER_STATES[prevState] })
     }
+  }
+
+  /**
+   * The RejectedError of an engine refusal, told to onReject listeners. `code`: the engine's
+   * rejection outcome, REJECTED_BASE - reason (REGISTRY_FULL is 'registry').
+   */
+  rejected(code, key) {
+    const reason = REASONS[REJECTED_BASE - code]
+    const err = new RejectedError(reason, key)
+    if (this.has('reject')) this.emit('reject', { key, reason })
+    return err
   }
 
   emit(type, event) {

@@ -1,40 +1,18 @@
 'use strict'
-// Per-key state on the JS side: the native handle and the FIFO of waiting calls, an intrusive
-// list through the calls (O(1) enqueue, dequeue and removal, no allocation).
+// Per-key state on the JS side: the native handle, the ends of the waiter FIFO (lib/queue.js)
+// and the once-per-key warnings.
 
 class KeyState {
   constructor(name, handle) {
     this.name = name
     this.handle = handle
-    this.head = null
+    this.head = null // the waiter FIFO (lib/queue.js)
     this.tail = null
-    this.waiting = 0
-    this.waking = false
-    this.observed = -1
+    this.waking = false // a wake loop runs (lib/call.js)
+    this.observed = -1 // the last observed limit and breaker state (lib/events.js)
     this.warnedSelfWait = false
     this.warnedLeak = false
   }
-}
-
-function enqueue(ks, call) {
-  call._qprev = ks.tail
-  call._qnext = null
-  if (ks.tail !== null) ks.tail._qnext = call
-  else ks.head = call
-  ks.tail = call
-  ks.waiting++
-}
-
-function unqueue(ks, call) {
-  const prev = call._qprev
-  const next = call._qnext
-  if (prev !== null) prev._qnext = next
-  else ks.head = next
-  if (next !== null) next._qprev = prev
-  else ks.tail = prev
-  call._qprev = null
-  call._qnext = null
-  ks.waiting--
 }
 
 /** Keys cross to the engine as UTF-8, which cannot carry a lone surrogate (ADR 0601). */
@@ -46,4 +24,4 @@ function checkWellFormed(key) {
   }
 }
 
-module.exports = { KeyState, enqueue, unqueue, checkWellFormed }
+module.exports = { KeyState, checkWellFormed }

@@ -1,6 +1,7 @@
 'use strict'
 // A permit from the low-level `acquire()`: for callers that cannot wrap a function.
 
+const { native } = require('./native')
 const V = require('./verdicts')
 const { describe } = require('./options')
 
@@ -10,7 +11,7 @@ const { describe } = require('./options')
 // unregistering (unregister costs half as much again as register).
 const dropped = new FinalizationRegistry((held) => {
   if (held.released) return
-  held.rx._settleRaw(held.ks, held.permit, V.CANCELLED)
+  held.rx._settle(held.ks, held.permit, V.CANCELLED)
   if (held.ks.warnedLeak) return
   held.ks.warnedLeak = true
   process.emitWarning(
@@ -45,7 +46,7 @@ class Permit {
   _doMark() {
     if (this._marked || this._cell.released) return
     this._marked = true
-    this._rx._native.mark(this._ks.handle, this._permit)
+    native.mark(this._ks.handle, this._permit)
   }
 
   /**
@@ -61,7 +62,7 @@ class Permit {
     }
     if (this._cell.released) throw new Error(`resilix: the permit for "${this.key}" was already released`)
     this._cell.released = true
-    this._rx._settleRaw(this._ks, this._permit, code)
+    this._rx._settle(this._ks, this._permit, code)
   }
 
   /** True once released. */

@@ -158,4 +158,7 @@ export interface WireCodes {
   slotSpan: number
   /** Breaker state names by `observe`'s code; the last (no breaker) is null. */
   breakerStates: Array<string | undefined | null>
+  /** Verdict names by the code `settle` takes. */
+  verdicts: Array<string>
+  tooManyEngines: number
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 
 const native = createRequire(import.meta.url)('../native.js')
-const BAD_VERDICT = -5
+const { BAD_VERDICT } = createRequire(import.meta.url)('../lib/native.js')
 
 test('binding ids: a non-integer engine id never reaches another engine', () => {
   const id = native.createEngine({ algorithm: 'fixed' }, 1)

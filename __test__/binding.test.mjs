@@ -1,6 +1,6 @@
 // The binding under bad input, called directly (native.js), and a forced panic.
 // Contract (src/binding/codes.rs): hot-path functions never throw for a bad number; they return
-// a negative code (STALE_HANDLE -2, STALE_PERMIT -4, BAD_VERDICT -5) and change nothing. A value
+// a negative code (STALE_HANDLE, STALE_PERMIT, BAD_VERDICT) and change nothing. A value
 // of the wrong JS type is a thrown Error (code NumberExpected / StringExpected). Neither ever
 // crashes the process or corrupts an engine's accounting.
 import { test } from 'node:test'
@@ -11,9 +11,7 @@ import { Resilix } from '../index.js'
 const require = createRequire(import.meta.url)
 const native = require('../native.js')
 
-const STALE_HANDLE = -2
-const STALE_PERMIT = -4
-const BAD_VERDICT = -5
+const { STALE_HANDLE, STALE_PERMIT, BAD_VERDICT } = require('../lib/native.js')
 const BAD_NUMBERS = [NaN, Infinity, -Infinity, -1, -0.5, 1.5, 1e300, 2 ** 53, Number.MAX_VALUE, -Number.MAX_VALUE]
 const WRONG_TYPES = ['1', null, undefined, {}, [], 10n, true, () => 1, Symbol('s')]
 

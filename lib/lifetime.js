@@ -22,7 +22,7 @@ function closedError(what) {
 }
 
 /** createEngine's answer when this thread already holds its maximum of live engines. */
-const TOO_MANY = -1
+const TOO_MANY = require('./native').TOO_MANY_ENGINES
 
 function tooManyError() {
   const e = new Error(

@@ -26,6 +26,9 @@ module.exports = {
   SLOT_SPAN: codes.slotSpan,
   /** Breaker states as `observe` encodes them (limit × 4 + code). */
   BREAKER_STATES: codes.breakerStates,
+  /** Verdict names by the code `settle` takes. */
+  VERDICTS: codes.verdicts,
+  TOO_MANY_ENGINES: codes.tooManyEngines,
 }
 
 /** The one error mapper: a native error becomes a RangeError (bad argument) or an Error. */

@@ -1,17 +1,18 @@
 'use strict'
-// Verdicts. The numeric codes are the binding's wire format
-// (engine/src/verdict.rs); the strings are the public names.
+// Verdicts: the public names, and the numeric codes `settle` takes, both as the binding
+// defines them.
 
-const SUCCESS = 0
-const FAILURE = 1
-const OVERLOAD = 2
-const ANSWERED = 3
-const TIMEOUT = 4
-const REJECTED = 5
-const CANCELLED = 6
+const NAMES = require('./native').VERDICTS
+const SUCCESS = NAMES.indexOf('success')
+const FAILURE = NAMES.indexOf('failure')
+const OVERLOAD = NAMES.indexOf('overload')
+const ANSWERED = NAMES.indexOf('answered')
+const TIMEOUT = NAMES.indexOf('timeout')
+const REJECTED = NAMES.indexOf('rejected')
+const CANCELLED = NAMES.indexOf('cancelled')
 
+/** The verdicts a caller may pass to `permit.release()` (cancelled is the library's own). */
 const CODES = { success: SUCCESS, failure: FAILURE, overload: OVERLOAD, answered: ANSWERED, timeout: TIMEOUT, rejected: REJECTED }
-const NAMES = ['success', 'failure', 'overload', 'answered', 'timeout', 'rejected', 'cancelled']
 
 /** A status code read from a fetch Response, an undici result, or an error carrying one. */
 function statusOf(x) {

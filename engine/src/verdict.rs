@@ -37,6 +37,19 @@ impl Verdict {
         Verdict::ALL.get(code as usize).copied()
     }
 
+    /// The public name (the JS layer's verdict strings).
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Success => "success",
+            Verdict::Failure => "failure",
+            Verdict::Overload => "overload",
+            Verdict::Answered => "answered",
+            Verdict::Timeout => "timeout",
+            Verdict::Rejected => "rejected",
+            Verdict::Cancelled => "cancelled",
+        }
+    }
+
     /// True when the call produced no information about the upstream.
     pub fn is_ignored(self) -> bool {
         matches!(self, Verdict::Rejected | Verdict::Cancelled)

@@ -5,7 +5,7 @@
 use napi_derive::napi;
 use resilix_engine::breaker::BreakerState;
 use resilix_engine::registry::INDEX_BITS;
-use resilix_engine::RejectReason;
+use resilix_engine::{RejectReason, Verdict};
 
 /// The call must wait in the queue.
 pub const QUEUED: f64 = -1.0;
@@ -21,6 +21,9 @@ pub const BAD_VERDICT: f64 = -5.0;
 pub const REJECTED_BASE: f64 = -10.0;
 /// `resolveKey`: the registry is full of keys that are protecting something.
 pub const REGISTRY_FULL: f64 = REJECTED_BASE - RejectReason::Registry as u8 as f64;
+
+/// `createEngine`: the thread already holds the most engines a handle can address.
+pub const TOO_MANY_ENGINES: f64 = -1.0;
 
 /// Every reason, at its code.
 const REASONS: [RejectReason; 5] = [
@@ -56,6 +59,9 @@ pub struct WireCodes {
     pub slot_span: f64,
     /// Breaker state names by `observe`'s code; the last (no breaker) is null.
     pub breaker_states: Vec<Option<String>>,
+    /// Verdict names by the code `settle` takes.
+    pub verdicts: Vec<String>,
+    pub too_many_engines: f64,
 }
 
 /// Every outcome code of the hot path, read once by the JS layer at load.
@@ -84,5 +90,7 @@ pub fn wire_codes() -> WireCodes {
         reasons,
         slot_span: (1u64 << INDEX_BITS) as f64,
         breaker_states,
+        verdicts: Verdict::ALL.iter().map(|v| v.name().to_owned()).collect(),
+        too_many_engines: TOO_MANY_ENGINES,
     }
 }

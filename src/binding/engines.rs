@@ -129,7 +129,7 @@ pub fn create_engine(env: Env, options: NativeOptions, seed: Option<f64>) -> Res
             engines[i] = Some(engine);
             i
         } else if engines.len() >= MAX_ENGINES {
-            return Ok(-1.0);
+            return Ok(TOO_MANY_ENGINES);
         } else {
             engines.push(Some(engine));
             engines.len() - 1

@@ -34,6 +34,10 @@ pub trait ClientLimiter {
     fn settle(&mut self, permit: u64, verdict: Verdict, now: Nanos);
     /// (limit, inflight, queued) now.
     fn snapshot(&self, now: Nanos) -> (u32, u32, u32);
+    /// The no-load latency the limiter compares against, in ms (NaN when it keeps none).
+    fn baseline_ms(&self, _now: Nanos) -> f64 {
+        f64::NAN
+    }
 }
 
 /// A comparison row: which limiter a scenario is run with.
@@ -102,6 +106,11 @@ impl ResilixClient {
             initial_limit: initial.unwrap_or(d.initial_limit),
             ..d
         };
+        Self::with_limiter(limiter, seed)
+    }
+
+    /// The engine with these limiter options (tests that need other than the defaults).
+    pub fn with_limiter(limiter: LimiterOptions, seed: u64) -> Self {
         let policies = PolicyOptions {
             breaker: None,
             limiter: Some(limiter),
@@ -154,5 +163,12 @@ impl ClientLimiter for ResilixClient {
     fn snapshot(&self, now: Nanos) -> (u32, u32, u32) {
         let s = self.engine.stats(self.key, now).expect("live key");
         (s.limit, s.inflight, s.queued)
+    }
+
+    fn baseline_ms(&self, now: Nanos) -> f64 {
+        self.engine
+            .stats(self.key, now)
+            .expect("live key")
+            .baseline_ms
     }
 }

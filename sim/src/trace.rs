@@ -26,6 +26,8 @@ pub struct Trace {
     pub limit: Vec<Vec<u32>>,
     pub inflight: Vec<Vec<u32>>,
     pub queued: Vec<Vec<u32>>,
+    /// `[client][tick]`: the limiter's baseline in ms (NaN for a limiter without one).
+    pub baseline_ms: Vec<Vec<f64>>,
     /// Upstream servers and median service time per tick (for capacity and no-load latency).
     pub servers: Vec<u32>,
     pub median_ns: Vec<f64>,

@@ -75,17 +75,22 @@ pub struct World<'a> {
 
 /// Run one scenario with one limiter row and one seed.
 pub fn run(sc: &Scenario, row: Row, seed: u64) -> Trace {
-    let mut w = World::new(sc, row, seed);
+    run_with(sc, &|s| row.build(s, sc.initial_limit), seed)
+}
+
+/// Run one scenario with clients built by `build` (from a seed the world draws for each client).
+pub fn run_with(sc: &Scenario, build: &dyn Fn(u64) -> Box<dyn ClientLimiter>, seed: u64) -> Trace {
+    let mut w = World::new(sc, build, seed);
     w.run();
     w.trace
 }
 
 impl<'a> World<'a> {
-    fn new(sc: &'a Scenario, row: Row, seed: u64) -> Self {
+    fn new(sc: &'a Scenario, build: &dyn Fn(u64) -> Box<dyn ClientLimiter>, seed: u64) -> Self {
         let mut rng = SplitMix64::new(seed);
         let clients = (0..sc.clients)
             .map(|_| Client {
-                limiter: row.build(rng.next_u64(), sc.initial_limit),
+                limiter: build(rng.next_u64()),
                 connections: 0,
                 waiters: VecDeque::new(),
                 load: Load::Closed { callers: 0 },
@@ -116,6 +121,7 @@ impl<'a> World<'a> {
                 limit: vec![Vec::new(); n],
                 inflight: vec![Vec::new(); n],
                 queued: vec![Vec::new(); n],
+                baseline_ms: vec![Vec::new(); n],
                 ..Trace::default()
             },
             last_refusal: 0,
@@ -561,6 +567,7 @@ impl<'a> World<'a> {
             self.trace.limit[c].push(limit);
             self.trace.inflight[c].push(inflight);
             self.trace.queued[c].push(queued);
+            self.trace.baseline_ms[c].push(cl.limiter.baseline_ms(self.now));
         }
         self.trace.servers.push(self.up.servers);
         self.trace.median_ns.push(self.up.service.median_ns);

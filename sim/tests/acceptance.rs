@@ -68,7 +68,7 @@ fn production_sheds_before_the_breaker_would_open() {
     assert!(shed < trip, "first shed {shed} s, breaker {trip} s ({m:?})");
 }
 
-// Not ignored: a fixed limit of 20 passes it today, and the adaptive limit must keep it so.
+// A fixed limit of 20 passes it too; the adaptive limit must keep it so.
 #[test]
 fn streaming_with_mark_does_not_clamp() {
     let m = metrics_of(&scenario("streaming"), VEGAS, SEED);

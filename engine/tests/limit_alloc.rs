@@ -1,27 +1,36 @@
 //! The adaptive limit allocates nothing after construction (zero steady-state
 //! allocation): samples of every verdict, window closes, baseline resets, idle recovery.
+//! Allocations are counted per thread: the test harness's own thread allocates while a test
+//! starts, which a global count read as the limit's.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
 
 use resilix_engine::limit::Limit;
 use resilix_engine::{Algorithm, LimiterOptions, Sample, Verdict, NANOS_PER_MS};
 
 struct Counting;
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
         System.alloc(layout)
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         System.dealloc(ptr, layout)
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
         System.realloc(ptr, layout, new_size)
     }
+}
+
+fn allocs() -> u64 {
+    ALLOCS.with(|c| c.get())
 }
 
 #[global_allocator]
@@ -29,13 +38,19 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn adaptive_limit_allocates_nothing_after_construction() {
+    let probe = allocs();
+    std::hint::black_box(vec![0u8; 16]);
+    assert!(
+        allocs() > probe,
+        "the counter counts this thread's allocations"
+    );
     for algorithm in [Algorithm::Vegas, Algorithm::Gradient2, Algorithm::Aimd] {
         let opts = LimiterOptions {
             algorithm,
             ..LimiterOptions::default()
         };
         let mut limit = Limit::new(&opts, 0);
-        let before = ALLOCS.load(Ordering::Relaxed);
+        let before = allocs();
         let mut now = 0u64;
         let mut x = 1u64;
         for i in 0..200_000u64 {
@@ -68,7 +83,7 @@ fn adaptive_limit_allocates_nothing_after_construction() {
                 inflight - 1,
             );
         }
-        let after = ALLOCS.load(Ordering::Relaxed);
+        let after = allocs();
         assert_eq!(
             after - before,
             0,

@@ -123,6 +123,10 @@ pub struct Breaker {
     /// settle divides the clock once per bucket slice, not twice per call (perf, ADR 0502).
     latest_epoch: u64,
     next_epoch_at: Nanos,
+    /// The window's counts as of `latest_epoch`: summed from the buckets once per bucket slice
+    /// (in `advance`), then kept by `record`, so that a settle does not add up 10 buckets
+    /// (perf, ADR 0503). Saturating like the buckets, so equal to `window_at(latest_epoch)`.
+    totals: WindowCounts,
     last: Option<BreakerTransition>,
 }
 
@@ -144,6 +148,7 @@ impl Breaker {
             latest: 0,
             latest_epoch: 0,
             next_epoch_at: 0,
+            totals: WindowCounts::default(),
             last: None,
         }
     }
@@ -155,6 +160,7 @@ impl Breaker {
             self.latest_epoch = self.epoch(self.latest);
             // epoch e covers [(e - 1)·bucket, e·bucket).
             self.next_epoch_at = self.latest_epoch.saturating_mul(self.bucket_ns);
+            self.totals = self.window_at(self.latest_epoch);
         }
         self.latest
     }
@@ -163,6 +169,14 @@ impl Breaker {
     /// probe of that cycle, `None` when the breaker refuses it.
     #[inline]
     pub fn try_acquire(&mut self, now: Nanos) -> Option<u32> {
+        // Closed, the usual case, inline; the rest out of line (perf, ADR 0503).
+        if self.state == BreakerState::Closed {
+            return Some(0);
+        }
+        self.try_acquire_not_closed(now)
+    }
+
+    fn try_acquire_not_closed(&mut self, now: Nanos) -> Option<u32> {
         match self.state {
             BreakerState::Closed => Some(0),
             BreakerState::Open => {
@@ -272,6 +286,13 @@ impl Breaker {
         b.calls = b.calls.saturating_add(1);
         b.failures = b.failures.saturating_add(failed as u32);
         b.slow = b.slow.saturating_add(slow as u32);
+        // The current bucket is always in the window; one it replaced never was (its slice is
+        // 10 or more slices old). A saturated bucket leaves its total saturated too.
+        let t = &mut self.totals;
+        t.calls = t.calls.saturating_add(1);
+        t.failures = t.failures.saturating_add(failed as u32);
+        t.slow = t.slow.saturating_add(slow as u32);
+        debug_assert_eq!(self.totals, self.window_at(epoch));
     }
 
     /// The window's counts as of `now` (buckets older than the window are skipped, not cleared).
@@ -295,15 +316,21 @@ impl Breaker {
     #[inline]
     fn rate_trip(&self, now: Nanos) -> Option<TripCause> {
         debug_assert_eq!(self.epoch(now.max(self.latest)), self.latest_epoch);
-        let w = self.window_at(self.latest_epoch);
+        let w = self.totals;
         if w.calls < self.opts.minimum_calls || w.calls == 0 {
             return None;
         }
+        // No failure and no slow call, the usual window: both rates are exactly 0.0, which
+        // reaches no rate above 0 (every valid one); skip the two divisions (perf, ADR 0503).
+        let (failure_rate, slow_rate) = (self.opts.failure_rate, self.opts.slow_call_rate);
+        if w.failures == 0 && w.slow == 0 && failure_rate > 0.0 && slow_rate > 0.0 {
+            return None;
+        }
         let calls = w.calls as f64;
-        if w.failures as f64 / calls >= self.opts.failure_rate {
+        if w.failures as f64 / calls >= failure_rate {
             return Some(TripCause::FailureRate);
         }
-        if w.slow as f64 / calls >= self.opts.slow_call_rate {
+        if w.slow as f64 / calls >= slow_rate {
             return Some(TripCause::SlowCallRate);
         }
         None
@@ -318,6 +345,7 @@ impl Breaker {
     fn close(&mut self, now: Nanos) {
         // A fresh start: what tripped the breaker must not trip it again straight away.
         self.buckets = [Bucket::default(); BUCKETS];
+        self.totals = WindowCounts::default();
         self.consecutive = 0;
         self.transition(now, BreakerState::Closed, None);
     }

@@ -33,14 +33,16 @@ impl Engine {
         self.registry.resolve(key, now)
     }
 
-    #[inline]
+    /// Always inline, as `acquire_within`: returned through memory, the result was written
+    /// byte-wise and the caller's wider reads of it stalled on store forwarding (ADR 0503).
+    #[inline(always)]
     pub fn acquire(&mut self, key: KeyHandle, now: Nanos) -> Result<Acquired, StaleHandle> {
         let rng = &mut self.rng;
         Ok(self.registry.get_mut(key)?.acquire(now, rng))
     }
 
     /// Acquire for a call with a deadline `budget_ns` from now (see `PolicySet::acquire_within`).
-    #[inline]
+    #[inline(always)]
     pub fn acquire_within(
         &mut self,
         key: KeyHandle,

@@ -104,14 +104,15 @@ impl PolicySet {
     }
 
     /// Acquire for a new call.
-    #[inline]
+    #[inline(always)]
     pub fn acquire(&mut self, now: Nanos, rng: &mut SplitMix64) -> Acquired {
         self.acquire_within(now, rng, u64::MAX)
     }
 
     /// Acquire for a call that will wait at most `budget_ns` (its deadline): one that could
     /// not leave the queue in time is refused with `Queue` at once.
-    #[inline]
+    /// Always inline, down to `enter`: see `Engine::acquire` (ADR 0503).
+    #[inline(always)]
     pub fn acquire_within(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Acquired {
         let a = self.acquire_inner(now, rng, budget_ns);
         if let Acquired::Rejected(r) = a {
@@ -120,7 +121,7 @@ impl PolicySet {
         a
     }
 
-    #[inline]
+    #[inline(always)]
     fn acquire_inner(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Acquired {
         let probe = match &mut self.breaker {
             Some(b) => match b.try_acquire(now) {
@@ -190,8 +191,10 @@ impl PolicySet {
         self.limiter.as_mut().is_some_and(|l| l.leave_queue())
     }
 
-    /// Past the limiter: the bulkhead, then a permit.
-    #[inline]
+    /// Past the limiter: the bulkhead, then a permit. Always inline: returned from a call, the
+    /// `Acquired` went through the stack and was copied on byte by byte, and reading it back
+    /// stalled on store forwarding (perf, ADR 0503).
+    #[inline(always)]
     fn enter(&mut self, now: Nanos, probe: u32) -> Acquired {
         if let Some(b) = &mut self.bulkhead {
             if !b.try_acquire() {

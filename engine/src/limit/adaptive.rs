@@ -132,10 +132,16 @@ impl Adaptive {
     /// dropped so the first new window is judged on its own (ADR 0106).
     #[inline]
     pub fn on_acquire(&mut self, now: Nanos, inflight: u32) {
-        if inflight == 0 {
+        // Both checks inline, the work out of line: they run on every acquire (ADR 0503).
+        if inflight == 0 && self.idle_for(now) > self.window_max_ns {
             self.recover_from_idle(now);
         }
         self.tick_probe(now, inflight);
+    }
+
+    #[inline]
+    fn idle_for(&self, now: Nanos) -> u64 {
+        now.saturating_sub(self.last_activity)
     }
 
     #[inline]
@@ -144,10 +150,7 @@ impl Adaptive {
     }
 
     fn recover_from_idle(&mut self, now: Nanos) {
-        let idle = now.saturating_sub(self.last_activity);
-        if idle <= self.window_max_ns {
-            return;
-        }
+        let idle = self.idle_for(now);
         let target = self.healthy_limit as f64;
         if self.limit < target {
             let halvings = (idle - self.window_max_ns) as f64 / self.window_max_ns.max(1) as f64;
@@ -169,6 +172,12 @@ impl Adaptive {
 
     #[inline]
     fn tick_probe(&mut self, now: Nanos, inflight: u32) {
+        if !self.probe.quiet(now) {
+            self.tick_active_probe(now, inflight);
+        }
+    }
+
+    fn tick_active_probe(&mut self, now: Nanos, inflight: u32) {
         let level = self.probe_level();
         if let Some(m) = self
             .probe

@@ -32,6 +32,17 @@ impl P2 {
                 + (n[i + 1] - n[i] - d) * (q[i] - q[i - 1]) / (n[i] - n[i - 1]))
     }
 
+    /// Marker `i` and its neighbours have one finite, non-zero height. Then every difference
+    /// in `parabolic` and `linear` is +0.0 over a non-zero marker gap, and both return `q[i]`
+    /// exactly (the parabola is not strictly between its neighbours, so `linear` runs too). A
+    /// run of equal samples (a constant latency, a coarse clock) moves a marker on almost
+    /// every sample, each time through four divisions (perf, ADR 0503).
+    #[inline]
+    fn flat(&self, i: usize) -> bool {
+        let q = &self.q;
+        q[i - 1] == q[i] && q[i] == q[i + 1] && q[i] != 0.0 && q[i].is_finite()
+    }
+
     fn linear(&self, i: usize, d: f64) -> f64 {
         let j = if d > 0.0 { i + 1 } else { i - 1 };
         self.q[i] + d * (self.q[j] - self.q[i]) / (self.n[j] - self.n[i])
@@ -77,6 +88,11 @@ impl QuantileEstimator for P2 {
                 || (d <= -1.0 && self.n[i - 1] - self.n[i] < -1.0)
             {
                 let d = d.signum();
+                if self.flat(i) {
+                    // Both formulas would return q[i] itself: skip their four divisions.
+                    self.n[i] += d;
+                    continue;
+                }
                 let qp = self.parabolic(i, d);
                 self.q[i] = if self.q[i - 1] < qp && qp < self.q[i + 1] {
                     qp

@@ -117,8 +117,9 @@ export interface ResilixOptions {
   /**
    * How often the no-load latency is re-measured, ms: admission steps down to a quarter of the
    * limit (at least `minLimit`) until this client's calls drain, and the next calls are timed.
-   * Nothing is refused for it; the extra calls wait. Phased on the wall clock, so processes that
-   * share an upstream probe it together. Doubles for slow upstreams (at most ~2 % of the time).
+   * Nothing is refused for it; the extra calls wait (with `queue: false` they are refused).
+   * Phased on the wall clock, so processes that share an upstream probe it together. Doubles
+   * for slow upstreams (at most ~2 % of the time).
    * `0` never probes. Default 10000 (BBR's ProbeRTT interval). Integer 0 or 1 000…2 147 483 647.
    */
   probeIntervalMs?: number

@@ -21,7 +21,7 @@ pub enum Admission {
 
 /// Decide what a new call does. `run_limit` is what may run now; the queue's bounds are
 /// factors of `limit` (the two differ only while a baseline probe holds admission lower: its
-/// extra calls wait, none is refused for it). `rng` is drawn only inside the ramp.
+/// extra calls wait; without a queue they are refused). `rng` is drawn only inside the ramp.
 #[inline]
 pub fn admit(
     inflight: u32,
@@ -36,12 +36,9 @@ pub fn admit(
         return Admission::Run;
     }
     let Some(q) = queue else {
-        // Without a queue a probe cannot make calls wait, so it does not hold them either.
-        return if inflight < limit {
-            Admission::Run
-        } else {
-            Admission::RejectLimit
-        };
+        // Without a queue a probe's hold refuses: a probe that let calls run up to `limit` never
+        // drained, and a baseline learnt under load stayed (ADR 0113 "Without the queue").
+        return Admission::RejectLimit;
     };
     let outstanding = (inflight + queued) as f64;
     let l = limit as f64;

@@ -137,6 +137,17 @@ fn no_queue_rejects_at_the_limit_with_limit() {
 }
 
 #[test]
+fn no_queue_refuses_above_a_probe_hold() {
+    // A probe holds admission at 5 of a limit of 20: without a queue the call is refused, or
+    // the probe could never drain (ADR 0113 "Without the queue").
+    let mut rng = SplitMix64::new(1);
+    assert_eq!(admit(4, 0, 5, 20, None, &mut rng), Admission::Run);
+    assert_eq!(admit(5, 0, 5, 20, None, &mut rng), Admission::RejectLimit);
+    // With a queue it waits instead.
+    assert_eq!(admit(5, 0, 5, 20, Some(&Q), &mut rng), Admission::Queue);
+}
+
+#[test]
 fn degenerate_factors_never_divide_by_zero() {
     // initialFactor == maxFactor: no ramp, a hard bound.
     let q = QueueOptions {

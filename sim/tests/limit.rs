@@ -426,13 +426,34 @@ fn regression_envoy_38338_baseline_measured_while_overloaded() {
         timeout_ns: 60 * SEC,
         ..upstream(5, 50, 200, 1_800)
     };
-    // The engine's defaults (queue on): without its queue the baseline stays loaded here (211 ms
-    // for 30 minutes, ADR 0100 "Measured").
+    // The engine's defaults (queue on); without the queue: the next test.
     let tr = run_named(&sc, Algorithm::Vegas);
     let base = last_baseline(&tr);
     let (mean, _, _) = limits(&tr, 1_500.0, 1_800.0);
     eprintln!("#38338: baseline {base:.1} mean {mean:.1}");
     // The no-load p90 is S × e^(0.1 × 1.28) ≈ 57 ms; the loaded start reads about 4× that.
+    assert!(base <= 80.0, "baseline still loaded: {base}");
+    assert!(mean <= 12.0, "limit {mean} vs C = 5");
+}
+
+/// Envoy #38338 without the engine's queue (`queue: None`): the probe must still drain and
+/// measure. It used not to hold admission without a queue (ADR 0113 "Without the queue"), so it
+/// never drained and the baseline stayed loaded (211 ms, limit 22 vs C = 5, for 30 minutes).
+#[test]
+fn regression_envoy_38338_without_the_queue() {
+    let sc = Scenario {
+        timeout_ns: 60 * SEC,
+        ..upstream(5, 50, 200, 1_800)
+    };
+    let tr = run(&sc, Algorithm::Vegas);
+    let base = last_baseline(&tr);
+    let (mean, _, _) = limits(&tr, 1_500.0, 1_800.0);
+    let b = &tr.baseline_ms[0];
+    let loaded = b.iter().position(|&x| x > 80.0).unwrap_or(0);
+    let fixed_s = (loaded..b.len())
+        .find(|&i| b[i] <= 80.0)
+        .map(|i| i as f64 * TICK_NS as f64 / SEC as f64);
+    eprintln!("#38338 no queue: baseline {base:.1} mean {mean:.1}, below 80 ms from {fixed_s:?} s");
     assert!(base <= 80.0, "baseline still loaded: {base}");
     assert!(mean <= 12.0, "limit {mean} vs C = 5");
 }

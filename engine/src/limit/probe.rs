@@ -5,7 +5,8 @@
 //! same (4 packets, at least 200 ms, every 10 s).
 //!
 //! - Nothing is refused for it: the queue keeps the bounds of the learnt limit, so the extra
-//!   calls wait. The learnt limit itself is untouched (and is what `stats()` reports).
+//!   calls wait. Without a queue they are refused: it could not drain otherwise (ADR 0113
+//!   "Without the queue"). The learnt limit itself is untouched (and is what `stats()` reports).
 //! - Phases are aligned to the wall clock (`clock_offset_ns`), so independent processes that
 //!   share an upstream drain it together, with no coordination: a probe alone would see the
 //!   queue the others keep full.

@@ -2,40 +2,13 @@
 //! settle through breaker (all its states and transitions), limiter + queue and bulkhead.
 //! A counting global allocator (per thread, so parallel tests do not disturb it) proves it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod support;
+use support::allocs;
 
 use resilix_engine::{
     Acquired, Algorithm, BreakerOptions, BulkheadOptions, Engine, LimiterOptions, PolicyOptions,
     QueueOptions, RegistryOptions, SplitMix64, Verdict, NANOS_PER_MS,
 };
-
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocs() -> u64 {
-    ALLOCS.with(|c| c.get())
-}
 
 /// A workload that trips and recovers the breaker, fills the queue and the bulkhead.
 fn workload(

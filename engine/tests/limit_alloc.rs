@@ -3,38 +3,11 @@
 //! Allocations are counted per thread: the test harness's own thread allocates while a test
 //! starts, which a global count read as the limit's.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod support;
+use support::allocs;
 
 use resilix_engine::limit::Limit;
 use resilix_engine::{Algorithm, LimiterOptions, Sample, Verdict, NANOS_PER_MS};
-
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
-fn allocs() -> u64 {
-    ALLOCS.with(|c| c.get())
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 #[test]
 fn adaptive_limit_allocates_nothing_after_construction() {

@@ -1,6 +1,6 @@
 // Untrusted keys. 2 000 000 distinct keys in a row (as from URL hosts) while ten keys
 // stay busy: at most maxKeys (1000) alive, no busy key evicted, memory flat once warm. Run in
-// a child with --expose-gc so that heap and RSS are measured after full collections.
+// a child with --expose-gc so that the heaps are measured after full collections.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
@@ -27,13 +27,10 @@ test('untrusted keys: 2 000 000 distinct keys leave ≤ 1000 alive, never evict 
   // shrinks slightly, on every runtime.
   assert.ok(r.heapGrowth < 1 * MB, `heapUsed grew ${(r.heapGrowth / MB).toFixed(2)} MB`)
   assert.ok(r.heapGrowth2 < 1 * MB, `heapUsed grew ${(r.heapGrowth2 / MB).toFixed(2)} MB in the second million`)
-  // Native memory (RSS outside V8's committed heap) over the second million keys. Node 20 is
-  // flat (±2 MB measured), so 12 MB there catches an engine leak of 12 bytes a key (less than
-  // any real per-key state). Node 22 and 24 grow RSS in the same loop WITHOUT resilix (plain JS
-  // Map control: +2.6 MB and +36 MB over the second million), so there only a gross leak
-  // (≥ 64 bytes a key) is asserted; the addon is the same binary on all three.
-  const major = Number(process.versions.node.split('.')[0])
-  const bound = major <= 20 ? 12 * MB : 64 * MB
-  assert.ok(r.nativeGrowth2 < bound, `native memory grew ${(r.nativeGrowth2 / MB).toFixed(2)} MB in the second million (bound ${bound / MB} MB on Node ${major})`)
-  t.diagnostic(`key flood: ${r.total} keys in ${(r.ms / 1000).toFixed(1)} s; heap ${(r.heapGrowth / 1024).toFixed(0)} KiB after 200 000 keys, native ${(r.nativeGrowth2 / 1024).toFixed(0)} KiB over the second million`)
+  // Native memory, from the addon's allocator (test builds): 1000 live keys hold ~1.9 MB, and
+  // 1.8 M more keys must not add to it (measured: +2 KB on every runtime). 64 KiB catches a leak
+  // of 0.07 bytes a key. RSS is reported, not judged: Node 22 and 24 grow it in the same loop
+  // without resilix (ADR 0603).
+  assert.ok(r.engineGrowth < 64 * 1024, `the addon's heap grew ${(r.engineGrowth / 1024).toFixed(1)} KiB after 200 000 keys`)
+  t.diagnostic(`key flood: ${r.total} keys in ${(r.ms / 1000).toFixed(1)} s; heap ${(r.heapGrowth / 1024).toFixed(0)} KiB after 200 000 keys, addon heap ${(r.engineGrowth / 1024).toFixed(1)} KiB after 200 000 keys (RSS outside V8 ${(r.nativeGrowth2 / 1024).toFixed(0)} KiB over the second million, not judged)`)
 })

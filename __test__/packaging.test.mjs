@@ -15,7 +15,7 @@ const { SUPPORTED_TARGETS } = require('../lib/load-native.js')
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 const readJson = (p) => JSON.parse(readFileSync(p, 'utf8'))
 
-test('npm/ holds one package per napi target, at the package version, with matching os/cpu/libc', () => {
+test('npm/ holds one package per napi target, at the package version, with matching os/cpu/libc and the LICENSE', () => {
   assert.deepEqual(readdirSync(join(root, 'npm')).sort(), SUPPORTED_TARGETS.map((t) => t.abi).sort())
   for (const t of SUPPORTED_TARGETS) {
     const p = readJson(join(root, 'npm', t.abi, 'package.json'))
@@ -28,6 +28,8 @@ test('npm/ holds one package per napi target, at the package version, with match
     else assert.equal(p.libc, undefined)
     assert.equal(p.main, binary)
     assert.deepEqual(p.files, [binary])
+    // npm ships a package's LICENSE whatever `files` says; each binary carries the same terms.
+    assert.equal(readFileSync(join(root, 'npm', t.abi, 'LICENSE'), 'utf8'), readFileSync(join(root, 'LICENSE'), 'utf8'), `${t.abi} LICENSE`)
   }
 })
 

@@ -421,16 +421,24 @@ fn regression_failsafe_go_127_baseline_drifts_up_in_long_incident() {
 /// Envoy #38338: a baseline measured while overloaded never recovers.
 #[test]
 fn regression_envoy_38338_baseline_measured_while_overloaded() {
-    // From the first call the upstream (C = 5) is 4× overloaded at the initial limit of 20.
-    let sc = Scenario {
+    // The engine's defaults (queue on); without the queue: the next test.
+    envoy_38338_baseline_unloaded(run_named(&envoy_38338(), Algorithm::Vegas), "queue");
+}
+
+/// Envoy #38338's world: from the first call the upstream (C = 5) is 4× overloaded at the
+/// initial limit of 20.
+fn envoy_38338() -> Scenario {
+    Scenario {
         timeout_ns: 60 * SEC,
         ..upstream(5, 50, 200, 1_800)
-    };
-    // The engine's defaults (queue on); without the queue: the next test.
-    let tr = run_named(&sc, Algorithm::Vegas);
+    }
+}
+
+/// The baseline ends unloaded and the limit near C = 5 over the last 5 minutes.
+fn envoy_38338_baseline_unloaded(tr: Trace, label: &str) {
     let base = last_baseline(&tr);
     let (mean, _, _) = limits(&tr, 1_500.0, 1_800.0);
-    eprintln!("#38338: baseline {base:.1} mean {mean:.1}");
+    eprintln!("#38338 ({label}): baseline {base:.1} mean {mean:.1}");
     // The no-load p90 is S × e^(0.1 × 1.28) ≈ 57 ms; the loaded start reads about 4× that.
     assert!(base <= 80.0, "baseline still loaded: {base}");
     assert!(mean <= 12.0, "limit {mean} vs C = 5");
@@ -441,21 +449,7 @@ fn regression_envoy_38338_baseline_measured_while_overloaded() {
 /// never drained and the baseline stayed loaded (211 ms, limit 22 vs C = 5, for 30 minutes).
 #[test]
 fn regression_envoy_38338_without_the_queue() {
-    let sc = Scenario {
-        timeout_ns: 60 * SEC,
-        ..upstream(5, 50, 200, 1_800)
-    };
-    let tr = run(&sc, Algorithm::Vegas);
-    let base = last_baseline(&tr);
-    let (mean, _, _) = limits(&tr, 1_500.0, 1_800.0);
-    let b = &tr.baseline_ms[0];
-    let loaded = b.iter().position(|&x| x > 80.0).unwrap_or(0);
-    let fixed_s = (loaded..b.len())
-        .find(|&i| b[i] <= 80.0)
-        .map(|i| i as f64 * TICK_NS as f64 / SEC as f64);
-    eprintln!("#38338 no queue: baseline {base:.1} mean {mean:.1}, below 80 ms from {fixed_s:?} s");
-    assert!(base <= 80.0, "baseline still loaded: {base}");
-    assert!(mean <= 12.0, "limit {mean} vs C = 5");
+    envoy_38338_baseline_unloaded(run(&envoy_38338(), Algorithm::Vegas), "no queue");
 }
 
 /// A permanent shift of the upstream's normal latency is learnt (the running minimum of

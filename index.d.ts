@@ -58,10 +58,12 @@ export interface AcquireOptions {
 }
 
 export interface QueueOptions {
-  /** Outstanding calls (in flight + waiting) up to `initialFactor × limit` wait. Default 2 (failsafe-go `WithQueueing(2, 3)`). */
+  /** While the queue stands (it has not shrunk for two intervals), outstanding calls (in flight + waiting) up to `initialFactor × limit` wait. Default 2 (failsafe-go `WithQueueing(2, 3)`). */
   initialFactor?: number
-  /** From `initialFactor × limit` to `maxFactor × limit` the rejection chance rises 0 → 1; beyond, all are rejected. Default 3 (failsafe-go). */
+  /** While the queue stands, from `initialFactor × limit` to `maxFactor × limit` the rejection chance rises 0 → 1; beyond, all are rejected. A burst that drains is never shed by the factors. Default 3 (failsafe-go). */
   maxFactor?: number
+  /** The most calls that may wait on one key, whatever the queue's state (a bound on memory: about 800 bytes a waiting call). Integer 1…10 000 000. Default 20000 (a guess: twice the largest batch measured). */
+  maxQueued?: number
 }
 
 export interface BreakerOptions {
@@ -127,7 +129,7 @@ export interface ResilixOptions {
   updateIntervalMs?: number
   /** AIMD's multiplicative decrease. Range (0, 1). Default 0.9 (Netflix AIMDLimit). */
   backoffRatio?: number
-  /** Calls over the limit wait in a queue bounded by factors of the limit; `false` refuses them at once with reason `'limit'`. `true`: the defaults. Default `{ initialFactor: 2, maxFactor: 3 }`. */
+  /** Calls over the limit wait in a queue: a burst waits whole (up to `maxQueued`), a call that could not leave it by its deadline is refused at once, and a standing queue is shed by factors of the limit; `false` refuses them at once with reason `'limit'`. `true`: the defaults. Default `{ initialFactor: 2, maxFactor: 3, maxQueued: 20000 }`. */
   queue?: QueueOptions | boolean
   /** Circuit breaker settings; `false` turns it off, `true` keeps the defaults. Default on, with the defaults of `BreakerOptions`. */
   breaker?: BreakerOptions | boolean
@@ -274,7 +276,8 @@ export declare class Resilix {
 /** Refused by one of resilix's own policies; the upstream was never called. */
 export declare class RejectedError extends Error {
   /** @throws {TypeError} when `reason` is not a `RejectReason` or `key` not a string. */
-  constructor(reason: RejectReason, key: string)
+  /** `detail`: why the policy refused, appended to the message. */
+  constructor(reason: RejectReason, key: string, detail?: string)
   readonly name: 'RejectedError'
   readonly reason: RejectReason
   readonly key: string

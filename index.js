@@ -163,7 +163,7 @@ class Resilix {
       return runGuarded(new GuardedCall(this, ks, fn, timeoutMs, signal), p)
     }
     if (p === QUEUED) return wait(new GuardedCall(this, ks, fn, timeoutMs, signal))
-    return Promise.reject(this._events.rejected(p, key))
+    return Promise.reject(this._events.rejected(p, key, ks))
   }
 
   /** `key`'s KeyState, resolved with the engine on first use; null when the registry is full. */

@@ -57,6 +57,8 @@ export interface NativeOptions {
   queueInitialFactor?: number
   /** Default 3 (failsafe-go). */
   queueMaxFactor?: number
+  /** Default 50000: the most calls that may wait on one key. */
+  queueMaxQueued?: number
   /** `false` turns the breaker off. Default true. */
   breaker?: boolean
   breakerFailureRate?: number
@@ -131,6 +133,22 @@ export declare function nowMs(): number
  * to limit or breaker events.
  */
 export declare function observe(handle: number): number
+
+/**
+ * Why the key's queue last refused a call, read after a `'queue'` refusal; null for an
+ * evicted key.
+ */
+export declare function queueRefusal(handle: number): QueueRefusalInfo | null
+
+/** Why a key's queue refused a call. */
+export interface QueueRefusalInfo {
+  /**
+   * `'standing'`: the queue stood and its factors shed the call; `'deadline'`: the call could
+   * not leave the queue by its deadline; `'full'`: `maxQueued` calls already wait.
+   */
+  cause: string
+  maxQueued: number
+}
 
 /** Resolves a key to its handle. Returns `REGISTRY_FULL` when every key is busy. */
 export declare function resolveKey(id: number, key: string): number

@@ -584,6 +584,7 @@ module.exports.leaveQueue = nativeBinding.leaveQueue
 module.exports.mark = nativeBinding.mark
 module.exports.nowMs = nativeBinding.nowMs
 module.exports.observe = nativeBinding.observe
+module.exports.queueRefusal = nativeBinding.queueRefusal
 module.exports.resolveKey = nativeBinding.resolveKey
 module.exports.settleStuck = nativeBinding.settleStuck
 module.exports.stats = nativeBinding.stats

@@ -9,7 +9,7 @@ const TIMEOUT = Symbol.for('resilix.TimeoutError')
 
 const REASON_TEXT = {
   limit: 'the concurrency limit is reached and queueing is off',
-  queue: 'the queue is full (outstanding calls beyond the queue factors of the limit)',
+  queue: 'the queue refused it',
   bulkhead: 'the bulkhead is full',
   breaker: 'the circuit breaker is open',
   registry: 'the key registry is full of busy keys (maxKeys)',
@@ -24,12 +24,14 @@ function argError(signature, what, v) {
 
 /** Refused by one of resilix's own policies; the upstream was never called. */
 class RejectedError extends Error {
-  constructor(reason, key) {
+  /** `detail`: optional, why the policy refused (appended to the message). */
+  constructor(reason, key, detail) {
     if (typeof reason !== 'string' || !Object.hasOwn(REASON_TEXT, reason)) {
       throw argError('RejectedError(reason, key)', "reason must be one of 'limit', 'queue', 'bulkhead', 'breaker', 'registry'", reason)
     }
     if (typeof key !== 'string') throw argError('RejectedError(reason, key)', 'key must be a string', key)
-    super(`resilix: call to "${key}" rejected: ${REASON_TEXT[reason]}`)
+    if (detail !== undefined && typeof detail !== 'string') throw argError('RejectedError(reason, key, detail)', 'detail must be a string', detail)
+    super(`resilix: call to "${key}" rejected: ${REASON_TEXT[reason]}${detail ? `: ${detail}` : ''}`)
     this.name = 'RejectedError'
     /** 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' */
     this.reason = reason

@@ -64,11 +64,12 @@ class Emitter {
 
   /**
    * The RejectedError of an engine refusal, told to onReject listeners. `code`: the engine's
-   * rejection outcome, REJECTED_BASE - reason (REGISTRY_FULL is 'registry').
+   * rejection outcome, REJECTED_BASE - reason (REGISTRY_FULL is 'registry'). `ks`: the key's
+   * state, to say why its queue refused (a second native call, on the refusal path only).
    */
-  rejected(code, key) {
+  rejected(code, key, ks) {
     const reason = REASONS[REJECTED_BASE - code]
-    const err = new RejectedError(reason, key)
+    const err = new RejectedError(reason, key, reason === 'queue' && ks !== undefined ? queueDetail(ks) : undefined)
     if (this.has('reject')) this.emit('reject', { key, reason })
     return err
   }
@@ -86,6 +87,15 @@ class Emitter {
       }
     }
   }
+}
+
+/** Why a key's queue refused: the message's detail (ADR 0114). */
+function queueDetail(ks) {
+  const r = native.queueRefusal(ks.handle)
+  if (r === null || r === undefined) return undefined
+  if (r.cause === 'full') return `${r.maxQueued} calls already wait on this key (queue.maxQueued)`
+  if (r.cause === 'deadline') return 'the call could not leave the queue before its deadline (timeoutMs)'
+  return 'the queue has stood for a while: calls arrive faster than the upstream serves them'
 }
 
 module.exports = { Emitter }

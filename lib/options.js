@@ -101,9 +101,10 @@ function normalize(options) {
   if (queue === false) native.queue = false
   else if (queue !== undefined && queue !== true) {
     if (!isPlainObject(queue)) throw typeError(`option queue must be an object or false, got ${describe(queue)}`)
-    checkKnown(queue, new Set(['initialFactor', 'maxFactor']), 'queue.')
+    checkKnown(queue, new Set(['initialFactor', 'maxFactor', 'maxQueued']), 'queue.')
     if (queue.initialFactor !== undefined) native.queueInitialFactor = checkNumber('queue.initialFactor', queue.initialFactor)
     if (queue.maxFactor !== undefined) native.queueMaxFactor = checkNumber('queue.maxFactor', queue.maxFactor)
+    if (queue.maxQueued !== undefined) native.queueMaxQueued = checkNumber('queue.maxQueued', queue.maxQueued)
   }
 
   const breaker = options.breaker

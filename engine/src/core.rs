@@ -118,6 +118,15 @@ impl Engine {
         Ok(self.registry.get(key)?.breaker_transition())
     }
 
+    /// Why `key`'s queue last refused a call (read after a `'queue'` refusal), and its
+    /// `maxQueued`.
+    pub fn last_queue_refusal(
+        &self,
+        key: KeyHandle,
+    ) -> Result<(crate::QueueRefusal, u32), StaleHandle> {
+        Ok(self.registry.get(key)?.last_queue_refusal())
+    }
+
     pub fn stats(&self, key: KeyHandle, now: Nanos) -> Result<KeyStats, StaleHandle> {
         Ok(self.registry.get(key)?.stats(now))
     }

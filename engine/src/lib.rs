@@ -13,6 +13,7 @@ pub mod queue;
 pub mod registry;
 pub mod rng;
 mod sample;
+pub mod standing;
 mod verdict;
 
 pub use self::core::Engine;
@@ -23,6 +24,7 @@ pub use options::{
     QueueOptions, RegistryOptions,
 };
 pub use policy_set::{Acquired, KeyStats, PolicySet, RejectReason, StalePermit};
+pub use queue::QueueRefusal;
 pub use registry::{KeyHandle, RegistryError, Resolved, StaleHandle, Worth};
 pub use rng::SplitMix64;
 pub use sample::Sample;

@@ -3,81 +3,141 @@
 
 use crate::limit::{Limit, LimitStats};
 use crate::options::{LimiterOptions, QueueOptions};
-use crate::queue::{admit, Admission};
+use crate::queue::{admit, Admission, QueueRefusal};
 use crate::rng::SplitMix64;
+use crate::standing::{interval_ns, Standing};
 use crate::{Nanos, Sample};
 
-/// Outstanding calls a key may hold before its first sample, whatever the queue factors say
-/// (ADR 0607: a guess; at 500 and 2 000 see its measurements).
-pub const COLD_BURST: u32 = 1_000;
+/// Weight of one sample in the mean time a call holds its slot. 1/16: ours, a guess (a few
+/// windows' worth of calls at the lowest limit; ADR 0114).
+const HOLD_WEIGHT: f32 = 1.0 / 16.0;
+
+/// The queue options as the limiter keeps them: a key's memory is bounded (≤ 2 KiB).
+#[derive(Clone, Copy, Debug)]
+struct Queue {
+    initial_factor: f32,
+    max_factor: f32,
+    max_queued: u32,
+}
+
+impl Queue {
+    fn options(self) -> QueueOptions {
+        QueueOptions {
+            initial_factor: self.initial_factor as f64,
+            max_factor: self.max_factor as f64,
+            max_queued: self.max_queued,
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct Limiter {
     limit: Limit,
-    queue: Option<QueueOptions>,
+    queue: Option<Queue>,
     inflight: u32,
     queued: u32,
-    /// A sample arrived: the limit is no longer only `initialLimit`'s guess.
-    sampled: bool,
+    /// Mean time a call holds its slot (admission to settle), ns; 0 before the first sample.
+    hold_ns: f32,
+    standing: Standing,
+    /// Why the last `'queue'` refusal refused (read on the refusal path only).
+    last_refusal: QueueRefusal,
 }
 
 impl Limiter {
     pub fn new(opts: &LimiterOptions, now: Nanos) -> Self {
         Limiter {
             limit: Limit::new(opts, now),
-            queue: opts.queue,
+            queue: opts.queue.map(|q| Queue {
+                initial_factor: q.initial_factor as f32,
+                max_factor: q.max_factor as f32,
+                max_queued: q.max_queued,
+            }),
             inflight: 0,
             queued: 0,
-            sampled: false,
+            hold_ns: 0.0,
+            standing: Standing::default(),
+            last_refusal: QueueRefusal::Standing,
         }
     }
 
     /// Decide a new call; counts it as in flight or queued accordingly. `budget_ns` is the
-    /// time the caller will wait at most (`u64::MAX`: no deadline): a call that would have to
-    /// queue longer than its budget allows is refused at once (`'queue'`) rather than left to
-    /// time out in the queue (queueing must not silently eat a deadline: ADR 0110).
+    /// time the caller will wait at most (`u64::MAX`: no deadline).
+    ///
+    /// The queue (ADR 0114): a call waits unless the key already holds `maxQueued` waiters,
+    /// or it could not leave the queue within its budget (refused at once rather than left to
+    /// time out waiting: ADR 0110), or the queue is standing, where the factors' ramp sheds.
     #[inline]
     pub fn admit(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Admission {
         self.limit.on_acquire(now, self.inflight);
-        let limit = self.limit.current();
         let run_limit = self.limit.admit_limit();
-        let mut decision = admit(
-            self.inflight,
-            self.queued,
-            run_limit,
-            limit,
-            self.queue.as_ref(),
-            rng,
-        );
-        if decision == Admission::Queue && budget_ns != u64::MAX {
-            // Expected wait: the waiters ahead leave at about `limit` per latency; then the call
-            // itself takes about one latency. The latency is the smoothed p90: a cautious guess.
-            let lat = self.limit.expected_latency_ns();
-            if lat > 0.0
-                && lat * ((self.queued + 1) as f64 / limit.max(1) as f64 + 1.0) > budget_ns as f64
-            {
-                decision = Admission::RejectQueue;
+        if self.queued == 0 && self.inflight < run_limit {
+            self.inflight += 1;
+            self.limit.on_admit(now);
+            return Admission::Run;
+        }
+        let Some(q) = self.queue else {
+            // Without a queue a probe's hold refuses: a probe that let calls run up to `limit`
+            // never drained, and a baseline learnt under load stayed (ADR 0113).
+            return Admission::RejectLimit;
+        };
+        let limit = self.limit.current();
+        let refusal = self.queue_refusal(q, now, limit, rng, budget_ns);
+        match refusal {
+            Some(r) => {
+                self.last_refusal = r;
+                Admission::RejectQueue
+            }
+            None => {
+                self.queued += 1;
+                Admission::Queue
             }
         }
-        if decision == Admission::RejectQueue
-            && budget_ns == u64::MAX
-            && !self.sampled
-            && self.inflight + self.queued < COLD_BURST
+    }
+
+    /// Why a call that cannot run now may not wait either; `None`: it waits.
+    #[inline]
+    fn queue_refusal(
+        &mut self,
+        q: Queue,
+        now: Nanos,
+        limit: u32,
+        rng: &mut SplitMix64,
+        budget_ns: u64,
+    ) -> Option<QueueRefusal> {
+        if self.queued >= q.max_queued {
+            return Some(QueueRefusal::Full);
+        }
+        let free_zone = ((q.initial_factor - 1.0) * limit as f32) as u32;
+        let hold = self.hold_ns as f64;
+        let interval = interval_ns(hold, limit);
+        if self.standing.observe(now, self.queued, free_zone, interval)
+            && admit(
+                self.inflight,
+                self.queued,
+                0,
+                limit,
+                Some(&q.options()),
+                rng,
+            ) == Admission::RejectQueue
         {
-            // No call has settled yet, so the limit is still a guess (`initialLimit`): a burst
-            // of calls without a deadline on a new key waits rather than being shed against a
-            // guess. Calls with a deadline keep the deadline-aware admission (ADR 0607).
-            decision = Admission::Queue;
+            return Some(QueueRefusal::Standing);
         }
-        match decision {
-            Admission::Run => {
-                self.inflight += 1;
-                self.limit.on_admit(now);
+        if budget_ns != u64::MAX && hold > 0.0 {
+            // Expected wait: the waiters ahead and this call leave at `limit` per slot time;
+            // then the call itself takes about one latency. The slot time is the longer of the
+            // mean hold (a stream holds its slot long after its first byte) and the smoothed p90
+            // latency (cautious: calls on the edge of their deadline would time out after
+            // waiting; ADR 0114). A fixed limit keeps no latency: its hold time.
+            let lat = match self.limit.expected_latency_ns() {
+                x if x > 0.0 => x,
+                _ => hold,
+            };
+            let wait = (self.queued + 1) as f64 * hold.max(lat) / limit.max(1) as f64;
+            if wait + lat > budget_ns as f64 {
+                return Some(QueueRefusal::Deadline);
             }
-            Admission::Queue => self.queued += 1,
-            Admission::RejectLimit | Admission::RejectQueue => {}
         }
-        decision
+        None
     }
 
     /// Turn one waiter into a running call if the limit allows it now.
@@ -109,7 +169,12 @@ impl Limiter {
         debug_assert!(self.inflight > 0, "limiter released more than admitted");
         self.inflight = self.inflight.saturating_sub(1);
         if let Some(s) = sample {
-            self.sampled = true;
+            let d = s.duration_ns as f32;
+            self.hold_ns = if self.hold_ns == 0.0 {
+                d.max(1.0)
+            } else {
+                self.hold_ns + (d - self.hold_ns) * HOLD_WEIGHT
+            };
             self.limit.on_sample(now, s, self.inflight);
         }
     }
@@ -133,6 +198,22 @@ impl Limiter {
     pub fn limit(&self) -> u32 {
         self.limit.current()
     }
+    /// Why the last `'queue'` refusal refused.
+    pub fn last_refusal(&self) -> QueueRefusal {
+        self.last_refusal
+    }
+    /// The most calls that may wait (`maxQueued`); 0 without a queue.
+    pub fn max_queued(&self) -> u32 {
+        self.queue.map_or(0, |q| q.max_queued)
+    }
+    /// The queue is standing (ADR 0114): the factors' ramp sheds arrivals.
+    pub fn standing(&self) -> bool {
+        self.standing.is_standing()
+    }
+    /// Mean time a call holds its slot, ms (0 before the first sample).
+    pub fn hold_ms(&self) -> f64 {
+        self.hold_ns as f64 * 1e-6
+    }
     pub fn limit_stats(&self) -> LimitStats {
         self.limit.stats()
     }
@@ -143,11 +224,14 @@ impl Limiter {
 
 #[cfg(test)]
 mod tests {
-    //! The queue boundaries are factors of the *current* limit: they move with it.
+    //! The queue: a burst waits (up to `maxQueued`), a standing queue meets the factors, which
+    //! move with the current limit, and a call that cannot make its deadline is refused at once.
     //! A test-only setter stands in for an adapting algorithm.
     use super::*;
     use crate::limit::FixedLimit;
     use crate::options::Algorithm;
+    use crate::standing::MIN_INTERVAL_NS;
+    use crate::Verdict;
 
     impl Limiter {
         fn set_limit(&mut self, n: u32) {
@@ -155,35 +239,59 @@ mod tests {
         }
     }
 
-    fn limiter(limit: u32) -> Limiter {
+    fn limiter_with(limit: u32, queue: QueueOptions) -> Limiter {
         let opts = LimiterOptions {
             algorithm: Algorithm::Fixed,
             initial_limit: limit,
             min_limit: 1,
             max_limit: 1_000,
+            queue: Some(queue),
             ..LimiterOptions::default()
         };
-        // Past its first sample: the factors alone (the cold start is tested on its own).
-        let mut l = Limiter::new(&opts, 0);
-        l.sampled = true;
-        l
+        Limiter::new(&opts, 0)
     }
 
-    /// Fill to `inflight` running and `queued` waiting (below 2L nothing is random).
-    fn fill(l: &mut Limiter, rng: &mut SplitMix64, n: u32) {
-        for _ in 0..n {
-            assert!(matches!(
-                l.admit(0, rng, u64::MAX),
-                Admission::Run | Admission::Queue
-            ));
+    fn limiter(limit: u32) -> Limiter {
+        limiter_with(limit, QueueOptions::default())
+    }
+
+    fn sample(latency_ns: u64) -> Sample {
+        Sample {
+            latency_ns,
+            duration_ns: latency_ns,
+            inflight: 1,
+            verdict: Verdict::Success,
+            waited: false,
         }
+    }
+
+    /// Admit `n` calls at `now`, each expected to run or wait.
+    fn fill(l: &mut Limiter, rng: &mut SplitMix64, now: Nanos, n: u32) {
+        for i in 0..n {
+            let a = l.admit(now, rng, u64::MAX);
+            assert!(
+                matches!(a, Admission::Run | Admission::Queue),
+                "call {i}: {a:?}"
+            );
+        }
+    }
+
+    /// Make the queue stand: it does not shrink over two intervals (arrivals at each).
+    fn stand(l: &mut Limiter, rng: &mut SplitMix64) -> Nanos {
+        let mut now = 0;
+        for _ in 0..3 {
+            now += MIN_INTERVAL_NS;
+            let _ = l.admit(now, rng, u64::MAX);
+        }
+        assert!(l.standing(), "{} waiting did not stand", l.queued());
+        now
     }
 
     #[test]
     fn a_grown_limit_admits_waiters_at_once() {
         let mut rng = SplitMix64::new(1);
         let mut l = limiter(4);
-        fill(&mut l, &mut rng, 8); // 4 running, 4 waiting
+        fill(&mut l, &mut rng, 0, 8); // 4 running, 4 waiting
         assert_eq!((l.inflight(), l.queued(), l.wakeable()), (4, 4, 0));
         l.set_limit(6);
         assert_eq!(l.wakeable(), 2);
@@ -199,7 +307,7 @@ mod tests {
     fn a_shrunk_limit_drops_no_waiter_and_admits_none_until_inflight_falls_under_it() {
         let mut rng = SplitMix64::new(1);
         let mut l = limiter(4);
-        fill(&mut l, &mut rng, 8);
+        fill(&mut l, &mut rng, 0, 8);
         l.set_limit(2);
         assert_eq!(
             (l.inflight(), l.queued()),
@@ -219,26 +327,94 @@ mod tests {
     }
 
     #[test]
-    fn the_reject_boundary_moves_with_the_limit() {
+    fn a_burst_waits_far_past_the_factors_with_or_without_a_deadline() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = limiter(20);
+        // Warm: samples of 20 ms, so the key has a hold time and a latency.
+        for _ in 0..100 {
+            assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Run);
+            l.release(0, Some(&sample(20_000_000)));
+        }
+        // 10 000 calls at once: 20 run, the rest wait (the factors would stop at 60).
+        fill(&mut l, &mut rng, 1, 10_000);
+        assert_eq!((l.inflight(), l.queued()), (20, 9_980));
+        // With a 60 s deadline too: 10 000 × 20 ms / 20 = 10 s of waiting fits.
+        fill(&mut l, &mut rng, 2, 10_000);
+        assert_eq!(l.queued(), 19_980);
+        assert!(!l.standing());
+    }
+
+    #[test]
+    fn a_call_that_cannot_leave_the_queue_by_its_deadline_is_refused_at_once() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = limiter(10);
+        for _ in 0..50 {
+            assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Run);
+            l.release(0, Some(&sample(10_000_000)));
+        }
+        let budget = 100_000_000; // 100 ms: 10 slots of 10 ms drain 1 call a ms
+        let mut waited = 0;
+        loop {
+            match l.admit(1, &mut rng, budget) {
+                Admission::Run => {}
+                Admission::Queue => waited += 1,
+                Admission::RejectQueue => break,
+                a => panic!("{a:?}"),
+            }
+        }
+        assert_eq!(l.last_refusal(), QueueRefusal::Deadline);
+        // Waiters ahead + itself, at 1 ms each, plus its own latency (10 ms) within 100 ms.
+        assert_eq!(waited, 90);
+        // Without a deadline the same call waits.
+        assert_eq!(l.admit(1, &mut rng, u64::MAX), Admission::Queue);
+    }
+
+    #[test]
+    fn a_new_key_has_no_estimate_and_queues_a_burst_with_a_deadline() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = Limiter::new(&LimiterOptions::default(), 0); // vegas, limit 20
+        for _ in 0..1_000 {
+            assert_eq!(l.admit(0, &mut rng, 2_000_000_000).is_run_or_queue(), true);
+        }
+        assert_eq!((l.inflight(), l.queued()), (20, 980));
+    }
+
+    #[test]
+    fn the_queue_is_capped_at_max_queued_whatever_its_state() {
+        let mut rng = SplitMix64::new(1);
+        let q = QueueOptions {
+            max_queued: 100,
+            ..QueueOptions::default()
+        };
+        let mut l = limiter_with(4, q);
+        fill(&mut l, &mut rng, 0, 104);
+        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::RejectQueue);
+        assert_eq!(l.last_refusal(), QueueRefusal::Full);
+        assert_eq!((l.inflight(), l.queued()), (4, 100));
+        l.leave_queue();
+        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Queue);
+    }
+
+    #[test]
+    fn a_standing_queue_meets_the_factors_which_move_with_the_limit() {
         let mut rng = SplitMix64::new(1);
         let mut l = limiter(4);
-        fill(&mut l, &mut rng, 8);
-        // Outstanding 8..12 is the ramp at L = 4; force 12 outstanding.
-        l.queued = 8;
-        assert_eq!(
-            l.admit(0, &mut rng, u64::MAX),
-            Admission::RejectQueue,
-            "3L = 12 rejects"
-        );
+        fill(&mut l, &mut rng, 0, 12); // 4 running, 8 waiting: 3L outstanding
+        let now = stand(&mut l, &mut rng);
+        // 12+ outstanding at L = 4 is past 3L: refused, and the waiters stay.
+        let q = l.queued();
+        assert_eq!(l.admit(now, &mut rng, u64::MAX), Admission::RejectQueue);
+        assert_eq!(l.last_refusal(), QueueRefusal::Standing);
+        assert_eq!(l.queued(), q);
+        // A larger limit moves the bound: below 2L = 2 × 8 outstanding waits without chance.
         l.set_limit(8);
-        // 12 outstanding is below 2L = 16 now: waits without any chance of rejection.
-        for _ in 0..4 {
-            assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Queue);
+        assert_eq!(l.admit(now, &mut rng, u64::MAX), Admission::Queue);
+        // Drained into the free zone (≤ (2 − 1) × L waiting), the queue no longer stands.
+        while l.queued() > 8 {
+            l.leave_queue();
         }
-        l.set_limit(2);
-        // 16 outstanding is far beyond 3L = 6: rejected, and the waiters stay.
-        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::RejectQueue);
-        assert_eq!((l.inflight(), l.queued()), (4, 12));
+        assert_eq!(l.admit(now, &mut rng, u64::MAX), Admission::Queue);
+        assert!(!l.standing());
     }
 
     #[test]
@@ -264,40 +440,9 @@ mod tests {
         assert_eq!((l.inflight(), l.queued()), (4, 0));
     }
 
-    #[test]
-    fn a_burst_on_a_new_key_waits_until_the_first_sample() {
-        let mut rng = SplitMix64::new(1);
-        let mut l = Limiter::new(&LimiterOptions::default(), 0); // vegas, limit 20
-        for _ in 0..COLD_BURST {
-            assert_ne!(l.admit(0, &mut rng, u64::MAX), Admission::RejectQueue);
+    impl Admission {
+        fn is_run_or_queue(self) -> bool {
+            matches!(self, Admission::Run | Admission::Queue)
         }
-        assert_eq!((l.inflight(), l.queued()), (20, COLD_BURST - 20));
-        assert_eq!(
-            l.admit(0, &mut rng, u64::MAX),
-            Admission::RejectQueue,
-            "bounded"
-        );
-        // A call with a deadline keeps the factors (3 × 20 outstanding is long past).
-        assert_eq!(l.admit(0, &mut rng, 1 << 40), Admission::RejectQueue);
-        // After the first sample, the factors alone, moving with the limit.
-        let sample = Sample {
-            latency_ns: 5_000_000,
-            duration_ns: 5_000_000,
-            inflight: 20,
-            verdict: crate::Verdict::Success,
-            waited: false,
-        };
-        l.release(1, Some(&sample));
-        while l.queued() > 0 {
-            l.leave_queue();
-        }
-        let mut admitted = 0;
-        while l.admit(2, &mut rng, u64::MAX) != Admission::RejectQueue {
-            admitted += 1;
-        }
-        assert!(
-            admitted < 3 * l.limit(),
-            "{admitted} outstanding past the first sample"
-        );
     }
 }

@@ -43,7 +43,12 @@ pub struct QueueOptions {
     /// Outstanding calls up to `initialFactor × limit` wait without rejection. Default 2.
     pub initial_factor: f64,
     /// Between the two factors the rejection chance rises linearly 0 → 1. Default 3.
+    /// The factors shed only a standing queue (ADR 0114).
     pub max_factor: f64,
+    /// The most calls that may wait on one key, whatever the queue's state: a bound on memory.
+    /// Default 20 000: ours, a guess (twice the largest batch measured; ~800 B of JS heap a
+    /// waiter: 16 MB per key at the cap; ADR 0114).
+    pub max_queued: u32,
 }
 
 impl Default for QueueOptions {
@@ -51,6 +56,7 @@ impl Default for QueueOptions {
         QueueOptions {
             initial_factor: 2.0,
             max_factor: 3.0,
+            max_queued: 20_000,
         }
     }
 }
@@ -312,6 +318,7 @@ impl LimiterOptions {
         if let Some(q) = self.queue {
             real_range("queue.initialFactor", q.initial_factor, 1.0, 1_000.0, false)?;
             real_range("queue.maxFactor", q.max_factor, 1.0, 1_000.0, false)?;
+            int_range("queue.maxQueued", q.max_queued as u64, 1, 10_000_000)?;
             if q.max_factor < q.initial_factor {
                 return Err(err(
                     "queue.maxFactor",

@@ -331,6 +331,16 @@ impl PolicySet {
         self.limiter.as_ref()
     }
 
+    /// Why the key's queue last refused a call (`Standing` before any refusal, or without a
+    /// limiter), with the key's `maxQueued`.
+    pub fn last_queue_refusal(&self) -> (crate::QueueRefusal, u32) {
+        self.limiter
+            .as_ref()
+            .map_or((crate::QueueRefusal::Standing, 0), |l| {
+                (l.last_refusal(), l.max_queued())
+            })
+    }
+
     /// Nothing in flight and nobody waiting: the registry may evict this key.
     #[inline]
     pub fn is_idle(&self) -> bool {

@@ -1,8 +1,9 @@
-//! Admission against the limit, with a queue (ADR 0005). Pure: counts in, decision out.
+//! The queue factors' ramp (ADR 0005). Pure: counts in, decision out.
 //!
 //! Counted on total outstanding calls `o = inflight + queued` (ADR 0005; failsafe-go
 //! counts only waiters, see README): below `L` run at once; up to `initialFactor·L` wait; up to
 //! `maxFactor·L` wait with a rejection chance rising linearly from 0 to 1; beyond, reject.
+//! The limiter applies the ramp only to a standing queue (ADR 0114, `standing.rs`).
 
 use crate::options::QueueOptions;
 use crate::rng::SplitMix64;
@@ -17,6 +18,28 @@ pub enum Admission {
     RejectLimit,
     /// Refused by the queue's ramp or bound (`reason: 'queue'`).
     RejectQueue,
+}
+
+/// Why the queue refused a call (ADR 0114); the binding tells the caller which.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum QueueRefusal {
+    /// The queue is standing and the factors' ramp shed the call.
+    Standing = 1,
+    /// The call could not leave the queue within its deadline.
+    Deadline = 2,
+    /// The key already holds `maxQueued` waiting calls.
+    Full = 3,
+}
+
+impl QueueRefusal {
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueRefusal::Standing => "standing",
+            QueueRefusal::Deadline => "deadline",
+            QueueRefusal::Full => "full",
+        }
+    }
 }
 
 /// Decide what a new call does. `run_limit` is what may run now; the queue's bounds are

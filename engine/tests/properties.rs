@@ -98,8 +98,8 @@ fn limiter() -> impl Strategy<Value = LimiterOptions> {
     ];
     let queue = prop_oneof![
         1 => Just(None),
-        3 => (1.0f64..4.0, 0.0f64..3.0).prop_map(|(i, d)| Some(QueueOptions { initial_factor: i, max_factor: i + d })),
-        1 => Just(Some(QueueOptions { initial_factor: 1.0, max_factor: 1.0 })),
+        3 => (1.0f64..4.0, 0.0f64..3.0).prop_map(|(i, d)| Some(QueueOptions { initial_factor: i, max_factor: i + d, max_queued: 20_000 })),
+        1 => Just(Some(QueueOptions { initial_factor: 1.0, max_factor: 1.0, max_queued: 20_000 })),
     ];
     (
         algorithm,

@@ -181,6 +181,30 @@ pub fn admit_queued(handle: f64) -> f64 {
     .unwrap_or(STALE_HANDLE)
 }
 
+/// Why a key's queue refused a call.
+#[napi(object)]
+pub struct QueueRefusalInfo {
+    /// `'standing'`: the queue stood and its factors shed the call; `'deadline'`: the call could
+    /// not leave the queue by its deadline; `'full'`: `maxQueued` calls already wait.
+    pub cause: String,
+    pub max_queued: u32,
+}
+
+/// Why the key's queue last refused a call, read after a `'queue'` refusal; null for an
+/// evicted key.
+#[napi(catch_unwind)]
+pub fn queue_refusal(handle: f64) -> Option<QueueRefusalInfo> {
+    with_engine(handle, |e, k| {
+        e.last_queue_refusal(k)
+            .ok()
+            .map(|(r, max_queued)| QueueRefusalInfo {
+                cause: r.name().to_owned(),
+                max_queued,
+            })
+    })
+    .flatten()
+}
+
 /// A waiter left the queue without running: 1 when one was queued, 0 when none, or `STALE_HANDLE`.
 #[napi(catch_unwind)]
 pub fn leave_queue(handle: f64) -> f64 {

@@ -48,6 +48,9 @@ pub struct NativeOptions {
     pub queue_initial_factor: Option<f64>,
     /// Default 3 (failsafe-go).
     pub queue_max_factor: Option<f64>,
+    /// Default 20000 (ours, a guess: twice the largest batch measured): the most calls that may
+    /// wait on one key, a bound on memory.
+    pub queue_max_queued: Option<f64>,
     /// `false` turns the breaker off. Default true.
     pub breaker: Option<bool>,
     pub breaker_failure_rate: Option<f64>,
@@ -129,6 +132,7 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
                 Some(QueueOptions {
                     initial_factor: o.queue_initial_factor.unwrap_or(qd.initial_factor),
                     max_factor: o.queue_max_factor.unwrap_or(qd.max_factor),
+                    max_queued: int32("queue.maxQueued", o.queue_max_queued, qd.max_queued)?,
                 })
             },
         })

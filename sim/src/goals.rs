@@ -26,6 +26,29 @@ const fn g(
 
 pub fn for_scenario(name: &str) -> Vec<Goal> {
     match name {
+        "batch-100" | "batch-1000" | "batch-10000" | "batch-10000-60s" => vec![
+            g("shed", "= 0 (a batch is not overload)", |x| x == 0.0, true),
+            g("drainOverIdeal", "<= 3", |x| x <= 3.0, true),
+        ],
+        "batch-unbounded" => vec![
+            g("shed", "= 0", |x| x == 0.0, true),
+            g(
+                "limitGrowth",
+                "> 1 (grows while the batch drains)",
+                |x| x > 1.0,
+                true,
+            ),
+        ],
+        "batch-1000-500ms" => vec![
+            g("served", ">= 200", |x| x >= 200.0, true),
+            g("timedOutWaiting", "<= 20 (2 %)", |x| x <= 20.0, true),
+        ],
+        "open-loop-2x" => vec![
+            g("goodputPct", ">= 90 %", |x| x >= 90.0, true),
+            g("p99QueueWaitMs", "<= 1000 ms", |x| x <= 1000.0, true),
+            g("mostWaiting", "< 20 000 (the cap)", |x| x < 20_000.0, true),
+        ],
+        "open-loop-2x-1.5s" => vec![g("goodputPct", ">= 90 %", |x| x >= 90.0, true)],
         "converge" => vec![
             g("convergenceWindows", "<= 10 windows", |x| x <= 10.0, true),
             g(

@@ -199,6 +199,53 @@ pub fn compute(run: &Run) -> Vec<Metric> {
                 ("convergenceWindows", run.windows(conv)),
             ]
         }
+        Measure::Batch { at, size } => {
+            let t0 = (at * SEC as f64) as u64;
+            let batch: Vec<_> = run.tr.calls.iter().filter(|c| c.created == t0).collect();
+            let served: Vec<_> = batch
+                .iter()
+                .filter(|c| c.verdict == Verdict::Success)
+                .collect();
+            let waited_out = batch
+                .iter()
+                .filter(|c| c.verdict == Verdict::Timeout && !c.admitted)
+                .count();
+            let drain_s = served.iter().map(|c| c.end - t0).max().unwrap_or(0) as f64 / SEC as f64;
+            let ideal_s = size as f64 / capacity_per_s(run.sc.servers, &run.sc.service);
+            vec![
+                ("shed", some((size as usize - batch.len()) as f64)),
+                ("served", some(served.len() as f64)),
+                ("timedOutWaiting", some(waited_out as f64)),
+                ("drainOverIdeal", some(drain_s / ideal_s)),
+                (
+                    "limitGrowth",
+                    some(
+                        run.mean_limit(at + drain_s - 1.0, at + drain_s)
+                            / run.mean_limit(at - 1.0, at),
+                    ),
+                ),
+            ]
+        }
+        Measure::OpenLoop { from, to } => {
+            let (a, b) = ((from * SEC as f64) as u64, (to * SEC as f64) as u64);
+            let mut waits: Vec<f64> = run
+                .tr
+                .calls
+                .iter()
+                .filter(|c| c.admitted && c.created >= a && c.created < b)
+                .map(|c| (c.end - c.latency_ns - c.created) as f64 / 1e6)
+                .collect();
+            let most = run
+                .ticks(from, to)
+                .map(|i| run.tr.queued.iter().map(|q| q[i]).sum::<u32>())
+                .max();
+            vec![
+                ("goodputPct", some(run.goodput_pct(from, to))),
+                ("p99QueueWaitMs", some(percentile(&mut waits, 0.99))),
+                ("mostWaiting", most.map(|m| m as f64)),
+                ("shedPct", some(run.shed_pct(from, to))),
+            ]
+        }
         Measure::CapacityHalves => {
             let m2 = run.mean_limit(300.0, 400.0);
             let m3 = run.mean_limit(500.0, 600.0);

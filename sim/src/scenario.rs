@@ -107,6 +107,9 @@ pub enum Change {
     Load(Load),
     /// Another tenant's unlimited open-loop traffic straight to the upstream (`None` stops it).
     Background(Option<f64>),
+    /// This many calls at once from client 0 (`Promise.allSettled(items.map(…))`); a refused
+    /// one is not retried (it counts as shed).
+    Batch(u32),
 }
 
 /// Which metrics a scenario reports (metrics.rs).
@@ -126,6 +129,17 @@ pub enum Measure {
     Idle,
     LowTraffic,
     Fleet,
+    /// One batch fired at `at` seconds: calls shed, served, timed out after waiting, and the
+    /// time the served ones took to drain against the ideal (`size × mean service / C`).
+    Batch {
+        at: f64,
+        size: u32,
+    },
+    /// Open-loop overload over `[from, to)`: goodput, queue wait (p99), the most calls waiting.
+    OpenLoop {
+        from: f64,
+        to: f64,
+    },
     /// A fault over `[fault_from, fault_to)`: the limit during its second half, then recovery
     /// (back within ±20 % of the pre-fault mean measured over `pre`), by the end of the run.
     FaultThenRecover {
@@ -500,6 +514,107 @@ pub fn all() -> Vec<Scenario> {
     sc.initial_backlog = (20.0 * capacity_per_s(50, &sc.service)) as u32;
     v.push(sc);
 
+    v.extend(queue_scenarios());
+    v
+}
+
+/// The queue's scenarios: C = 16, S = 25 ms. A batch on a warm key (10 s of N = 10 closed-loop
+/// callers, who then stop) must drain, not be shed; open-loop traffic at twice the capacity is
+/// a standing queue and must be shed.
+fn queue_scenarios() -> Vec<Scenario> {
+    let small = |name, about, secs, measure| Scenario {
+        servers: 16,
+        service: Service::lognormal(25.0 * MS as f64),
+        ..common(name, about, secs, measure)
+    };
+    let mut v = Vec::new();
+    for (name, about, size, timeout_ns) in [
+        (
+            "batch-100",
+            "C=16, S=25ms, warm key, then 100 calls at once, no deadline",
+            100,
+            u64::MAX,
+        ),
+        (
+            "batch-1000",
+            "C=16, S=25ms, warm key, then 1 000 calls at once, no deadline",
+            1_000,
+            u64::MAX,
+        ),
+        (
+            "batch-10000",
+            "C=16, S=25ms, warm key, then 10 000 calls at once, no deadline",
+            10_000,
+            u64::MAX,
+        ),
+        (
+            "batch-10000-60s",
+            "C=16, S=25ms, warm key, then 10 000 calls at once, 60s deadline",
+            10_000,
+            s(60.0),
+        ),
+        (
+            "batch-1000-500ms",
+            "C=16, S=25ms, warm key, then 1 000 calls at once, 500ms deadline",
+            1_000,
+            500 * MS,
+        ),
+    ] {
+        let mut sc = small(name, about, 40.0, Measure::Batch { at: 10.0, size });
+        sc.load = Load::Closed { callers: 10 };
+        sc.timeout_ns = timeout_ns;
+        sc.changes = vec![
+            (s(10.0), Change::Load(Load::Closed { callers: 0 })),
+            (s(10.0), Change::Batch(size)),
+        ];
+        v.push(sc);
+    }
+    // An upstream with no capacity bound: the limit should grow while the batch drains.
+    let mut sc = small(
+        "batch-unbounded",
+        "S=20ms, no capacity bound, warm key, then 10 000 calls at once, no deadline",
+        40.0,
+        Measure::Batch {
+            at: 10.0,
+            size: 10_000,
+        },
+    );
+    sc.servers = 10_000;
+    sc.service = Service::lognormal(20.0 * MS as f64);
+    sc.load = Load::Closed { callers: 10 };
+    sc.timeout_ns = u64::MAX;
+    sc.changes = vec![
+        (s(10.0), Change::Load(Load::Closed { callers: 0 })),
+        (s(10.0), Change::Batch(10_000)),
+    ];
+    v.push(sc);
+    for (name, about, timeout_ns) in [
+        (
+            "open-loop-2x",
+            "C=16, S=25ms, open loop at 2 x capacity for 60s, no deadline",
+            u64::MAX,
+        ),
+        (
+            "open-loop-2x-1.5s",
+            "C=16, S=25ms, open loop at 2 x capacity for 60s, 1.5s deadline",
+            s(1.5),
+        ),
+    ] {
+        let mut sc = small(
+            name,
+            about,
+            60.0,
+            Measure::OpenLoop {
+                from: 10.0,
+                to: 60.0,
+            },
+        );
+        sc.load = Load::Open {
+            per_s: 2.0 * capacity_per_s(16, &sc.service),
+        };
+        sc.timeout_ns = timeout_ns;
+        v.push(sc);
+    }
     v
 }
 

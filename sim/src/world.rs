@@ -550,6 +550,11 @@ impl<'a> World<'a> {
                     self.set_load(c, load);
                 }
             }
+            Change::Batch(n) => {
+                for _ in 0..n {
+                    self.make_call(0, NO_CALLER);
+                }
+            }
             Change::Background(rate) => {
                 self.up.background_gen += 1;
                 self.up.background_rate = rate;

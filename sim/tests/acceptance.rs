@@ -85,3 +85,33 @@ fn low_traffic_reacts_to_a_degradation_and_recovers() {
     assert!(react < 300.0, "reacted after {react} s ({m:?})");
     assert_eq!(metric(&m, "recovered"), Some(1.0), "{m:?}");
 }
+
+#[test]
+fn a_batch_is_not_overload_it_drains_unshed() {
+    for name in ["batch-100", "batch-1000", "batch-10000", "batch-10000-60s"] {
+        let m = metrics_of(&scenario(name), VEGAS, SEED);
+        assert_eq!(metric(&m, "shed"), Some(0.0), "{name}: {m:?}");
+        let drain = metric(&m, "drainOverIdeal").unwrap();
+        assert!(drain <= 3.0, "{name}: drained in {drain} x the ideal ({m:?})");
+    }
+    // Against an upstream with room, the limit grows while the batch drains.
+    let m = metrics_of(&scenario("batch-unbounded"), VEGAS, SEED);
+    assert!(metric(&m, "limitGrowth").unwrap() > 1.2, "{m:?}");
+}
+
+#[test]
+fn a_batch_with_a_short_deadline_is_refused_at_once_not_timed_out_waiting() {
+    let m = metrics_of(&scenario("batch-1000-500ms"), VEGAS, SEED);
+    assert!(metric(&m, "served").unwrap() >= 200.0, "{m:?}");
+    assert!(metric(&m, "timedOutWaiting").unwrap() <= 20.0, "{m:?}");
+}
+
+#[test]
+fn open_loop_overload_is_a_standing_queue_and_is_shed() {
+    for name in ["open-loop-2x", "open-loop-2x-1.5s"] {
+        let m = metrics_of(&scenario(name), VEGAS, SEED);
+        assert!(metric(&m, "goodputPct").unwrap() >= 90.0, "{name}: {m:?}");
+        assert!(metric(&m, "p99QueueWaitMs").unwrap() <= 1_000.0, "{name}: {m:?}");
+        assert!(metric(&m, "mostWaiting").unwrap() < 1_000.0, "{name}: {m:?}");
+    }
+}

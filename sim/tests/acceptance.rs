@@ -92,7 +92,10 @@ fn a_batch_is_not_overload_it_drains_unshed() {
         let m = metrics_of(&scenario(name), VEGAS, SEED);
         assert_eq!(metric(&m, "shed"), Some(0.0), "{name}: {m:?}");
         let drain = metric(&m, "drainOverIdeal").unwrap();
-        assert!(drain <= 3.0, "{name}: drained in {drain} x the ideal ({m:?})");
+        assert!(
+            drain <= 3.0,
+            "{name}: drained in {drain} x the ideal ({m:?})"
+        );
     }
     // Against an upstream with room, the limit grows while the batch drains.
     let m = metrics_of(&scenario("batch-unbounded"), VEGAS, SEED);
@@ -111,7 +114,13 @@ fn open_loop_overload_is_a_standing_queue_and_is_shed() {
     for name in ["open-loop-2x", "open-loop-2x-1.5s"] {
         let m = metrics_of(&scenario(name), VEGAS, SEED);
         assert!(metric(&m, "goodputPct").unwrap() >= 90.0, "{name}: {m:?}");
-        assert!(metric(&m, "p99QueueWaitMs").unwrap() <= 1_000.0, "{name}: {m:?}");
-        assert!(metric(&m, "mostWaiting").unwrap() < 1_000.0, "{name}: {m:?}");
+        assert!(
+            metric(&m, "p99QueueWaitMs").unwrap() <= 1_000.0,
+            "{name}: {m:?}"
+        );
+        assert!(
+            metric(&m, "mostWaiting").unwrap() < 1_000.0,
+            "{name}: {m:?}"
+        );
     }
 }

@@ -247,11 +247,13 @@ impl Adaptive {
                 if let Some(m) = self.probe.sample(now, start, floor) {
                     self.on_probe(now, m);
                 }
-                if s.waited && self.kind != Kind::Aimd && (usual == 0.0 || lat < usual) {
+                let unknown = usual == 0.0 && self.slow_start;
+                if s.waited && self.kind != Kind::Aimd && (unknown || (usual > 0.0 && lat < usual))
+                {
                     // It waited in *our* queue and the upstream had it for no longer than its
-                    // usual p90 (within `rttTolerance`), or no usual latency is known yet: the
-                    // deadline was spent with us, so the timeout says nothing about the upstream
-                    // (ADR 0110; before the first estimate, ADR 0114: a burst on a new key).
+                    // usual p90 (within `rttTolerance`), or the key is new and no usual latency
+                    // is known yet: the deadline was spent with us, so the timeout says nothing
+                    // about the upstream (ADR 0110; a burst on a new key: ADR 0114).
                     self.tick_probe(now, inflight);
                     return self.maybe_evaluate(now);
                 }

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { runtimes } from '../scripts/runtimes.mjs'
+import { DENO_PERMISSIONS, runtimes } from '../scripts/runtimes.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const dir = mkdtempSync(join(tmpdir(), 'resilix-runtimes-'))
@@ -103,7 +103,7 @@ test('the dev set-up runs no install script: Bun and Deno are their platform pac
   assert.equal(lock.packages['node_modules/deno']?.name, '@deno/linux-x64-glibc')
 })
 
-test('the README names the Bun and Deno versions the suite runs (package-lock.json)', () => {
+test('the README names the Bun and Deno versions the suite runs (package-lock.json) and the Deno permissions it runs with', () => {
   const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8'))
   const readme = readFileSync(join(root, 'README.md'), 'utf8')
   for (const [name, runtime] of [['bun', 'Bun'], ['deno', 'Deno']]) {
@@ -111,6 +111,8 @@ test('the README names the Bun and Deno versions the suite runs (package-lock.js
     assert.ok(version, `${name} in package-lock.json`)
     assert.ok(readme.includes(`| ${runtime} ${version} |`), `README's runtimes table names ${runtime} ${version}`)
   }
+  // The permissions the README gives Deno users are the ones the suite runs with.
+  assert.ok(readme.includes(`\`deno run ${DENO_PERMISSIONS.join(' ')}\``), 'README gives the suite\'s Deno permissions')
 })
 
 // Bun and Deno break on threadsafe functions and async Rust in Node-API addons (see

@@ -20,6 +20,21 @@ export type Algorithm = 'vegas' | 'gradient2' | 'aimd' | 'fixed'
 
 export type BreakerState = 'closed' | 'open' | 'half-open'
 
+/** A handle ended by `dispose()` (cockatiel's shape). A second call does nothing. */
+export interface IDisposable {
+  dispose(): void
+}
+
+// These typings compile whatever the consumer's `lib` and whether or not `@types/node` is
+// installed (ADR 0804). `Symbol.dispose` and `AbortSignal` are read from the consumer's globals:
+// where they exist, the members below are the real ones (so `using` works); where they do not,
+// the `[Symbol.dispose]` member is absent and a signal is typed by what resilix reads of it.
+type DisposeSymbol = SymbolConstructor extends { readonly dispose: infer S } ? (S extends symbol ? S : never) : never
+/** `[Symbol.dispose](): void` where the consumer's lib declares `Symbol.dispose`, else nothing. */
+type UsingDisposable = { [K in DisposeSymbol]: () => void }
+/** The global `AbortSignal` where the consumer's lib (`dom`) or `@types/node` declares it. */
+type Signal = typeof globalThis extends { AbortSignal: { prototype: infer S } } ? S : { readonly aborted: boolean; readonly reason: unknown }
+
 /** Handed to `fn`. */
 export interface CallContext {
   /** The upstream key of this call. */
@@ -29,7 +44,7 @@ export interface CallContext {
    * signal aborts (its reason). Never aborted because `fn` returned: a streamed body stays
    * readable. Created only when read.
    */
-  readonly signal: AbortSignal
+  readonly signal: Signal
   /**
    * First byte (or first token) arrived: the latency the limiter learns from is start → mark.
    * **If you stream, you must call `ctx.mark()`, or the limiter will mis-tune.**
@@ -47,14 +62,14 @@ export interface ExecuteOptions {
    */
   timeoutMs?: number | false
   /** Caller cancellation. An aborted call is not an observation for any policy. */
-  signal?: AbortSignal
+  signal?: Signal
 }
 
 export interface AcquireOptions {
   /** Maximum time in ms to wait in the queue for a permit. Default: no limit. */
   timeoutMs?: number | false
   /** Caller cancellation while waiting. */
-  signal?: AbortSignal
+  signal?: Signal
 }
 
 export interface QueueOptions {
@@ -190,12 +205,11 @@ export interface Permit {
 }
 
 /**
- * An event subscription. `dispose()` ends it (a second call does nothing); it is also
- * `Disposable`, so `using sub = rx.onReject(listener)` ends it with the block.
+ * An event subscription. `dispose()` ends it (a second call does nothing); where the
+ * consumer's lib has disposables (`esnext`, or `@types/node`) it is also `Disposable`, so
+ * `using sub = rx.onReject(listener)` ends it with the block.
  */
-export interface Subscription extends Disposable {
-  dispose(): void
-}
+export interface Subscription extends IDisposable, UsingDisposable {}
 
 export interface LimitChangeEvent {
   key: string
@@ -269,9 +283,9 @@ export declare class Resilix {
   registryStats(): RegistryStats
   /** Frees the native state now: waiting calls reject (`code: 'ERR_RESILIX_CLOSED'`), running calls finish, later calls reject. Idempotent. */
   close(): void
-  /** `close()`, for `using rx = new Resilix()`. */
-  [Symbol.dispose](): void
 }
+/** `rx[Symbol.dispose]()` is `close()`, for `using rx = new Resilix()` where the consumer's lib has disposables. */
+export interface Resilix extends UsingDisposable {}
 
 /** Refused by one of resilix's own policies; the upstream was never called. */
 export declare class RejectedError extends Error {
@@ -296,3 +310,6 @@ export declare class TimeoutError extends Error {
 
 export declare function isRejectedError(e: unknown): e is RejectedError
 export declare function isTimeoutError(e: unknown): e is TimeoutError
+
+// Only the declarations above marked `export` are the package's types.
+export {}

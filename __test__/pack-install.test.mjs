@@ -1,15 +1,16 @@
 // Installs what `npm run pack:local` writes into an empty project, offline, the way a user's
 // `npm install resilix` lands (main package + this platform's binary package), then uses it from
-// CommonJS and ESM and type-checks a strict TypeScript file
-// (ESM and CommonJS flavours) against the installed typings.
+// CommonJS and ESM, and type-checks strict TypeScript against the installed typings under each
+// consumer set-up (fixtures/consumer-typings.mjs).
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { test } from 'node:test'
+import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { checkSetups, consumerSetups } from './fixtures/consumer-typings.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
@@ -87,105 +88,62 @@ await agent.close()
 server.close()
 `
 
-// Strict TypeScript, ESM flavour. The @ts-expect-error lines fail the check if the typings are `any`.
-const MTS = `
-import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError } from 'resilix'
-import { interceptor } from 'resilix/undici'
-import { Agent } from 'undici'
-
-const r = new Resilix()
-const n: number = await r.execute(async (ctx) => 1, { key: 'k' })
-// @ts-expect-error execute resolves to what fn resolves to (a number), not a string
-const s: string = await r.execute(async (ctx) => 1, { key: 'k' })
-
-function classify(err: unknown): string {
-  if (isRejectedError(err)) return 'rejected'
-  if (isTimeoutError(err)) return 'timeout'
-  return err instanceof RejectedError || err instanceof TimeoutError ? 'other' : 'unknown'
-}
-// @ts-expect-error Resilix is a class: calling it without new is a type error
-Resilix()
-const agent = new Agent().compose(interceptor(r, { key: (o) => String(o.origin), bodyTimeoutMs: 30_000 }))
-// @ts-expect-error unknown interceptor option
-interceptor(r, { bodyTimeout: 5 })
-export { n, s, classify, agent }
-`
-
-// Strict TypeScript, CommonJS flavour (import = require).
-const CTS = `
-import resilix = require('resilix')
-const r = new resilix.Resilix()
-export const p: Promise<number> = r.execute(async () => 2, { key: 'k' })
-`
-
-test('pack:local tarballs install offline into an empty project and work from CJS, ESM and strict TS', { skip, timeout: 120_000 }, () => {
+// The empty project with the two tarballs installed, shared by the tests below.
+let dir
+before(() => {
+  if (skip) return
   const out = execFileSync(process.execPath, [join(root, 'scripts/pack-local.mjs')], { cwd: root, encoding: 'utf8' })
   const tarballs = out.trim().split('\n')
   assert.equal(tarballs.length, 2)
   for (const t of tarballs) assert.ok(existsSync(t), t)
 
-  const dir = mkdtempSync(join(tmpdir(), 'resilix-pack-'))
-  try {
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'pack-install-check', private: true }))
-    // --offline: the two tarballs are all it needs. The other platforms' optional packages are not in
-    // the cache and are skipped, as npm skips them on a real install for not matching os/cpu/libc.
-    // No --ignore-scripts: npm must find no install script to run or to list for approval.
-    const installed_ = npm(['install', '--offline', '--no-audit', '--no-fund', '--loglevel', 'warn', ...tarballs], dir, true)
-    assert.doesNotMatch(installed_, /install-scripts|install script|prepare|postinstall/i, installed_)
+  dir = mkdtempSync(join(tmpdir(), 'resilix-pack-'))
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'pack-install-check', private: true }))
+  // --offline: the two tarballs are all it needs. The other platforms' optional packages are not in
+  // the cache and are skipped, as npm skips them on a real install for not matching os/cpu/libc.
+  // No --ignore-scripts: npm must find no install script to run or to list for approval.
+  const installed = npm(['install', '--offline', '--no-audit', '--no-fund', '--loglevel', 'warn', ...tarballs], dir, true)
+  assert.doesNotMatch(installed, /install-scripts|install script|prepare|postinstall/i, installed)
+  // resilix/undici with the user's own undici (an optional peer: borrowed from this repository).
+  cpSync(join(root, 'node_modules/undici'), join(dir, 'node_modules/undici'), { recursive: true })
+}, { timeout: 120_000 })
+after(() => dir && rmSync(dir, { recursive: true, force: true }))
 
-    const installed = JSON.parse(readFileSync(join(dir, 'node_modules/resilix/package.json'), 'utf8'))
-    assert.equal(installed.version, pkg.version)
-    assert.deepEqual(
-      installed.optionalDependencies,
-      Object.fromEntries(SUPPORTED_TARGETS.map((t) => [t.packageName, pkg.version])),
-      'every platform package, at the package version',
-    )
-    assert.ok(existsSync(join(dir, 'node_modules', target.packageName, binaryFile)))
+test('pack:local tarballs install offline into an empty project and work from CJS and ESM', { skip, timeout: 120_000 }, () => {
+  const installed = JSON.parse(readFileSync(join(dir, 'node_modules/resilix/package.json'), 'utf8'))
+  assert.equal(installed.version, pkg.version)
+  assert.deepEqual(
+    installed.optionalDependencies,
+    Object.fromEntries(SUPPORTED_TARGETS.map((t) => [t.packageName, pkg.version])),
+    'every platform package, at the package version',
+  )
+  assert.ok(existsSync(join(dir, 'node_modules', target.packageName, binaryFile)))
 
-    // resilix/undici with the user's own undici (an optional peer: borrowed from this repository).
-    cpSync(join(root, 'node_modules/undici'), join(dir, 'node_modules/undici'), { recursive: true })
-    writeFileSync(join(dir, 'interceptor.mjs'), INTERCEPTOR)
-    const viaInterceptor = JSON.parse(execFileSync(process.execPath, ['interceptor.mjs'], { cwd: dir, encoding: 'utf8' }))
-    assert.deepEqual(viaInterceptor, { status: 200, body: 'ok', inflight: 0, success: 1, cjsSame: true })
+  writeFileSync(join(dir, 'interceptor.mjs'), INTERCEPTOR)
+  const viaInterceptor = JSON.parse(execFileSync(process.execPath, ['interceptor.mjs'], { cwd: dir, encoding: 'utf8' }))
+  assert.deepEqual(viaInterceptor, { status: 200, body: 'ok', inflight: 0, success: 1, cjsSame: true })
 
-    writeFileSync(join(dir, 'check.cjs'), CJS)
-    writeFileSync(join(dir, 'check.mjs'), ESM)
-    // Under the Node running this file (npm test runs the file under 20, 22 and 24).
-    const cjs = JSON.parse(execFileSync(process.execPath, ['check.cjs'], { cwd: dir, encoding: 'utf8' }))
-    assert.equal(cjs.v, 1)
-    // The binary came from the platform package, not from a stray local build.
-    assert.deepEqual(
-      cjs.binaries.map((p) => p.replace(/\\/g, '/')),
-      [join(dir, 'node_modules', target.packageName, binaryFile).replace(/\\/g, '/')],
-    )
-    const esm = JSON.parse(execFileSync(process.execPath, ['check.mjs'], { cwd: dir, encoding: 'utf8' }))
-    assert.equal(esm.v, 1)
+  writeFileSync(join(dir, 'check.cjs'), CJS)
+  writeFileSync(join(dir, 'check.mjs'), ESM)
+  // Under the Node running this file (npm test runs the file under 20, 22 and 24).
+  const cjs = JSON.parse(execFileSync(process.execPath, ['check.cjs'], { cwd: dir, encoding: 'utf8' }))
+  assert.equal(cjs.v, 1)
+  // The binary came from the platform package, not from a stray local build.
+  assert.deepEqual(
+    cjs.binaries.map((p) => p.replace(/\\/g, '/')),
+    [join(dir, 'node_modules', target.packageName, binaryFile).replace(/\\/g, '/')],
+  )
+  const esm = JSON.parse(execFileSync(process.execPath, ['check.mjs'], { cwd: dir, encoding: 'utf8' }))
+  assert.equal(esm.v, 1)
+})
 
-    writeFileSync(join(dir, 'check.mts'), MTS)
-    writeFileSync(join(dir, 'check.cts'), CTS)
-    writeFileSync(
-      join(dir, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          strict: true,
-          noEmit: true,
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          target: 'es2022',
-          skipLibCheck: false,
-          // A user's project has @types/node; borrow the repo's rather than install it.
-          typeRoots: [join(root, 'node_modules/@types')],
-          types: ['node'],
-        },
-        files: ['check.mts', 'check.cts'],
-      }),
-    )
-    const tsc = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.json'], {
-      cwd: dir,
-      encoding: 'utf8',
-    })
-    assert.equal(tsc.status, 0, `tsc failed:\n${tsc.stdout}${tsc.stderr}`)
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
+// A library's typings must not depend on the consumer's lib or on @types/node: strict,
+// skipLibCheck false, lib es2022 alone, es2022 + dom, esnext + @types/node, each under
+// module commonjs, nodenext and bundler.
+test('the installed typings compile in every strict set-up: lib with or without disposables, with or without @types/node, any module system', { skip, timeout: 120_000 }, () => {
+  const ts = require('typescript')
+  const setups = consumerSetups(dir, [join(root, 'node_modules/@types')])
+  assert.equal(setups.length, 9)
+  const failed = checkSetups(ts, dir, setups).filter((r) => r.errors)
+  assert.deepEqual(failed.map((r) => r.name), [], failed.map((r) => `${r.name}:\n${r.errors}`).join('\n'))
 })

@@ -1,14 +1,19 @@
 // `npm test`: every test. The cargo tests (engine, simulator acceptance), the Node tests under
-// Node 20, 22 and 24, and the typings check. Ends with one "N passed, N failed" line.
+// Node 20, 22 and 24, the runtime-compatibility suite under those, Bun and Deno, and the typings
+// check. Ends with one "N passed, N failed" line.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { nodeVersions } from './node-versions.mjs'
+import { COMPAT_SUITE, runtimes } from './runtimes.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
-const only = process.argv.slice(2) // e.g. `npm test -- node` or `npm test -- cargo types`
+// e.g. `npm test -- node`, `npm test -- cargo types`; a runtime's label (`bun`, `deno`, `node22`)
+// runs the compatibility suite under that runtime only.
+const only = process.argv.slice(2)
+const STEPS = ['cargo', 'node', 'runtimes', 'types']
 const want = (step) => only.length === 0 || only.includes(step)
 const results = []
 const counts = { passed: 0, failed: 0 }
@@ -20,7 +25,8 @@ const tmp = mkdtempSync(join(tmpdir(), 'resilix-test-'))
 // counted as failed, so that one hung test can never hold the run past CI's limit (a CI run once
 // timed out on a test process kept alive after a failed assertion).
 const MINUTE = 60_000
-// Budgets sum to 12 + 25 + 3 × 8 + 3 = 64 min, inside CI's 90 with npm ci; a clean run takes ~6.
+// Budgets sum to 12 + 25 + 3 × 8 + 5 × 2 + 3 = 74 min, inside CI's 90 with npm ci; a clean run
+// takes ~8.
 let lastStdout = ''
 
 // The innermost failing tests of a TAP report, each with the first lines of its error. A file
@@ -159,6 +165,54 @@ if (want('node')) {
   }
 }
 
+// The compatibility suite under each runtime. A runtime that cannot run, crashes, or reports
+// fewer checks than it planned is a failure that names it (ADR 0805).
+const compat = []
+const runtimeLabels = only.filter((a) => !STEPS.includes(a))
+if (want('runtimes') || runtimeLabels.length) {
+  const all = runtimes(root)
+  for (const label of runtimeLabels) {
+    if (!all.some((r) => r.label === label)) {
+      console.log(`\n=== unknown step or runtime "${label}" (steps: ${STEPS.join(', ')}; runtimes: ${all.map((r) => r.label).join(', ')})`)
+      counts.failed++
+      results.push({ name: `"${label}"`, ok: false })
+    }
+  }
+  for (const rt of all.filter((r) => want('runtimes') || runtimeLabels.includes(r.label))) {
+    const name = `compat (${rt.label}${rt.version ? ` ${rt.version}` : ''})`
+    if (rt.error) {
+      console.log(`\n=== ${name}: FAILED: ${rt.error}`)
+      counts.failed++
+      results.push({ name, ok: false })
+      failures.push(`compat: ${rt.error}`)
+      compat.push({ name, line: `FAILED: ${rt.error}` })
+      continue
+    }
+    const ok = await run(name, rt.bin, rt.args(COMPAT_SUITE), { capture: true, env: { ...process.env, ...rt.env }, budgetMs: 2 * MINUTE })
+    const plan = /^1\.\.(\d+)$/m.exec(lastStdout)
+    const pass = /^# pass (\d+)$/m.exec(lastStdout)
+    const fail = /^# fail (\d+)$/m.exec(lastStdout)
+    if (!plan || !pass || !fail) {
+      const why = `${rt.label} ended without the suite's summary (crashed or killed)`
+      console.log(`=== ${name}: ${why}`)
+      counts.failed++
+      failures.push(`compat: ${why}`)
+      compat.push({ name, line: `FAILED: ${why}` })
+      continue
+    }
+    const [planned, passed, failed] = [plan, pass, fail].map((m) => Number(m[1]))
+    // Checks planned but never reported, or a clean report from a process that failed (for
+    // one that stayed alive after its last check), count as failures too.
+    const lost = Math.max(0, planned - passed - failed)
+    const extra = lost + (!ok && failed === 0 && lost === 0 ? 1 : 0)
+    counts.passed += passed
+    counts.failed += failed + extra
+    for (const f of tapFailures(lastStdout)) failures.push(`compat ${rt.label}: ${f}`)
+    if (lost) failures.push(`compat ${rt.label}: ${lost} of ${planned} checks never reported`)
+    compat.push({ name, line: `${passed} passed, ${failed + extra} failed${lost ? ` (${lost} never reported)` : ''}` })
+  }
+}
+
 if (want('types')) {
   const ok = await run('typings (tsc --noEmit)', node, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join('__test__', 'types', 'tsconfig.json')], { budgetMs: 3 * MINUTE })
   counts[ok ? 'passed' : 'failed']++
@@ -170,8 +224,13 @@ if (failures.length) {
   console.log('\nfailed tests:')
   for (const f of failures) console.log(`  ${f}`)
 }
+if (compat.length) {
+  console.log('\ncompatibility suite, per runtime:')
+  for (const c of compat) console.log(`  ${c.name}: ${c.line}`)
+}
 console.log('\nsteps:')
 for (const r of results) console.log(`  ${r.ok ? 'ok  ' : 'FAIL'} ${r.name}`)
-// The closing line counts tests (cargo tests + Node tests per runtime + the typings check).
+// The closing line counts tests (cargo tests + Node tests per Node + the compatibility checks
+// per runtime + the typings check).
 console.log(`${counts.passed} passed, ${counts.failed} failed`)
 process.exit(failed.length || counts.failed ? 1 : 0)

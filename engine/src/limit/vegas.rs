@@ -21,7 +21,7 @@ pub fn thresholds(limit: f64) -> (f64, f64) {
     (alpha, alpha + f.min(alpha))
 }
 
-/// See `thresholds`. Ours: 0.15 keeps the limit within 1.25 × a capacity of 10 in the
+/// See `thresholds`. Ours: 0.1 keeps the limit within 1.25 × a capacity of 10 in the
 /// simulator's long incident (3 calls: 1.40 ×). A guess; ADR 0113 has 0.05 and 0.2.
 pub const SMALL_LIMIT_QUEUE: f64 = 0.1;
 

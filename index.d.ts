@@ -80,7 +80,7 @@ export interface QueueOptions {
   initialFactor?: number
   /** While the queue stands, from `initialFactor × limit` to `maxFactor × limit` the rejection chance rises 0 → 1; beyond, all are rejected. A burst that drains is never shed by the factors. Default 3 (failsafe-go). */
   maxFactor?: number
-  /** The most calls that may wait on one key, whatever the queue's state (a bound on memory: about 800 bytes a waiting call). Integer 1…10 000 000. Default 20000 (a guess: twice the largest batch measured). */
+  /** The most calls that may wait on one key, whatever the queue's state (a bound on memory: 500–800 bytes of JS heap a waiting call). Integer 1…10 000 000. Default 20000 (a guess: twice the largest batch measured). */
   maxQueued?: number
 }
 

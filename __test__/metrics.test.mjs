@@ -10,8 +10,8 @@ import * as otel from '../otel.js'
 import { sleep, deferred, keepAlive } from './helpers.mjs'
 
 /**
- * On key 'api' (limit 1, queue up to 2 × limit): a success of ~30 ms, a 404, a 503, a thrown
- * error, a call refused by the queue bound and one whose deadline passes while it waits; one
+ * On key 'api' (limit 1, at most 2 waiting): a success of ~30 ms, a 404, a 503, a thrown
+ * error, a call refused by the queue's cap and one whose deadline passes while it waits; one
  * call still running when it returns (`release()` ends it). 'other' gets one success.
  */
 async function workload(rx) {
@@ -23,7 +23,9 @@ async function workload(rx) {
   const hold = deferred()
   const running = rx.execute(() => hold.promise, { key: 'api' })
   const stop = keepAlive()
-  const late = rx.execute(() => 1, { key: 'api', timeoutMs: 20 }) // waits, then times out
+  // Waits (the queue expects ~50 ms: one call ahead and its own, each of the ~25 ms the key's
+  // calls have held their slot), then times out behind the held call.
+  const late = rx.execute(() => 1, { key: 'api', timeoutMs: 100 })
   const waiting = rx.execute(() => 1, { key: 'api' })
   await assert.rejects(rx.execute(() => 1, { key: 'api' }), { name: 'RejectedError', reason: 'queue' })
   await assert.rejects(late, { name: 'TimeoutError', queued: true })
@@ -35,7 +37,7 @@ async function workload(rx) {
   }
 }
 
-const options = { algorithm: 'fixed', initialLimit: 1, queue: { initialFactor: 3, maxFactor: 3 } }
+const options = { algorithm: 'fixed', initialLimit: 1, queue: { maxQueued: 2 } }
 
 test('resilix/prometheus: prom-client metrics named by its conventions, with the workload counted', async () => {
   const registry = new client.Registry()

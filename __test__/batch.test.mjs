@@ -140,6 +140,24 @@ describe('a real HTTP upstream, 16 workers of 25 ms', () => {
       assert.ok(ms <= 3 * ideal, `drained in ${ms.toFixed(0)} ms, over 3 x ${ideal.toFixed(0)}`)
       assert.ok(mean(limits) <= 2 * WORKERS, `mean limit ${mean(limits).toFixed(1)} over 2 x ${WORKERS}`)
     })
+
+    test('a batch of 1 000 with a 500 ms deadline: at least 200 served, the rest refused at once with queue, at most 2 % time out', async (t) => {
+      const before = rx.stats('up')
+      const { outs, ms } = await batch(rx, 'up', 1000, call, { timeoutMs: 500 })
+      const served = outs.filter((o) => o.ok).length
+      const queue = outs.filter((o) => !o.ok && isRejectedError(o.err) && o.err.reason === 'queue')
+      const late = queue.filter((o) => !o.early).length
+      const timeouts = outs.filter((o) => !o.ok && o.err.name === 'TimeoutError')
+      const slowest = Math.max(0, ...queue.map((o) => o.settledMs))
+      const s = rx.stats('up')
+      t.diagnostic(`at limit ${before.limit}, smoothed p90 ${before.smoothedMs.toFixed(1)} ms: ${ms.toFixed(0)} ms, ${served} served, ${JSON.stringify(tally(outs))}; the refusals answered within ${slowest.toFixed(1)} ms of execute() (the firing included), ${late} after the next turn; then limit ${s.limit}, breaker ${s.breaker}`)
+      assert.equal(served + queue.length + timeouts.length, 1000, JSON.stringify(tally(outs)))
+      for (const o of queue) assert.match(o.err.message, /could not leave the queue before its deadline/)
+      // At once: at admission, before any timer or response could have run.
+      assert.equal(late, 0, 'queue refusals answered after the next turn of the event loop')
+      assert.ok(served >= 200, `${served} served`)
+      assert.ok(timeouts.length <= 20, `${timeouts.length} of 1 000 timed out, ${timeouts.filter((o) => o.err.queued).length} of them while waiting`)
+    })
   })
 
   /**
@@ -223,3 +241,23 @@ describe('a real HTTP upstream, 16 workers of 25 ms', () => {
   })
 })
 
+// A warm key whose last calls were slowed by one stall of the event loop (a long synchronous
+// task, a long GC pause): the upstream is as healthy as before, and a batch with a deadline it
+// meets many times over is still a batch.
+test('after a 300 ms stall of the event loop, a warm key still takes a batch of 1 000 with timeoutMs 5 000 whole (it drains in about 1 s)', async (t) => {
+  const fn = () => sleep(20)
+  const rx = new Resilix({ timeoutMs: 5000 })
+  let stop = false
+  const loops = Array.from({ length: 10 }, async () => {
+    while (!stop) await rx.execute(fn, { key: 'api' })
+  })
+  await sleep(3000)
+  const end = performance.now() + 300
+  while (performance.now() < end); // the stall, while 10 calls are in flight
+  stop = true
+  await Promise.all(loops)
+  const s = rx.stats('api')
+  const { outs, ms } = await batch(rx, 'api', 1000, fn)
+  t.diagnostic(`limit ${s.limit}, smoothed p90 ${s.smoothedMs.toFixed(1)} ms, last latency ${s.lastLatencyMs.toFixed(0)} ms; batch of 1 000: ${ms.toFixed(0)} ms, ${refused(outs).length} refused ${JSON.stringify(tally(outs))}`)
+  assert.equal(refused(outs).length, 0, JSON.stringify(tally(outs)))
+})

@@ -7,8 +7,11 @@
 //! code `NumberExpected` and a "Failed to convert" message, as napi-rs's conversion does; a
 //! panic is caught (`catch_unwind`) and thrown as a JS Error, never unwinding into Node.
 //!
-//! The clock cell: every acquire also stores its `now` (in ms) into a one-element Float64Array
+//! The clock cell: every acquire also stores its `now` (in ms) into element 0 of a Float64Array
 //! that JS reads to start a deadline, so a timed call needs no `performance.now()` of its own.
+//! Element 1 goes the other way: JS writes the engine time (ms) from which this thread is known
+//! to have stalled (its deadline timer is that late), and a settle at or after it carries no
+//! observation: its latency and outcome are the stall's, not the upstream's (ADR 0610).
 
 use std::cell::Cell;
 use std::ffi::{c_void, CStr};
@@ -26,6 +29,9 @@ thread_local! {
     /// The clock cell's memory (an ArrayBuffer held by a never-released reference), or null
     /// before the module was initialised on this thread or after its environment was torn down.
     static CLOCK_CELL: Cell<*mut f64> = const { Cell::new(ptr::null_mut()) };
+    /// The reference that keeps the clock cell's Float64Array alive: a second load of the addon
+    /// on this thread (a cleared `require.cache`) exports the same cell (ADR 0608).
+    static CLOCK_REF: Cell<sys::napi_ref> = const { Cell::new(ptr::null_mut()) };
 }
 
 #[inline]
@@ -38,6 +44,16 @@ fn publish(t: Nanos) {
             unsafe { *p = t as f64 * 1e-6 }
         }
     });
+}
+
+/// The thread stalled before `t` (clock cell element 1): the verdict becomes no observation.
+#[inline]
+fn stalled_at(t: Nanos) -> bool {
+    CLOCK_CELL.with(|c| {
+        let p = c.get();
+        // SAFETY: as in `publish`; the cell has two elements.
+        !p.is_null() && t as f64 * 1e-6 >= unsafe { *p.add(1) }
+    })
 }
 
 /// The engine clock in ms, the time base of the clock cell (for the deadline timer).
@@ -77,12 +93,15 @@ fn settle_impl(handle: f64, permit: f64, verdict: f64) -> f64 {
     if !(0.0..=u8::MAX as f64).contains(&verdict) || verdict.fract() != 0.0 {
         return BAD_VERDICT;
     }
-    let Some(v) = Verdict::from_code(verdict as u32) else {
+    let Some(mut v) = Verdict::from_code(verdict as u32) else {
         return BAD_VERDICT;
     };
     let Some(p) = permit_of(permit) else {
         return STALE_PERMIT;
     };
+    if !v.is_ignored() && stalled_at(t) {
+        v = Verdict::Cancelled;
+    }
     with_engine(handle, |e, k| match e.settle(k, p, v, t) {
         Ok(Ok(wake)) => wake as f64,
         Ok(Err(_)) => STALE_PERMIT,
@@ -202,6 +221,7 @@ unsafe extern "C" fn settle_cb(
 
 unsafe extern "C" fn clear_clock_cell(_arg: *mut c_void) {
     CLOCK_CELL.with(|c| c.set(ptr::null_mut()));
+    CLOCK_REF.with(|r| r.set(ptr::null_mut()));
 }
 
 unsafe fn define(
@@ -222,8 +242,57 @@ unsafe fn define(
     napi::check_status!(sys::napi_set_named_property(env, exports, name.as_ptr(), f))
 }
 
-/// Runs once per environment (main thread, each worker) when the addon is loaded. napi-rs keeps
-/// a single `module_exports` hook per addon: anything else to register goes through here.
+/// The clock cell for `exports`: created with the first load on this thread, the same one for
+/// every later load. Each acquire writes one cell; a second cell would leave the first load's
+/// deadlines reading a stopped clock. The cleanup hook is added once per environment: Node
+/// aborts the process on a second `(hook, arg)` pair that is already registered (ADR 0608).
+unsafe fn clock_cell(env: sys::napi_env) -> Result<sys::napi_value> {
+    let existing = CLOCK_REF.with(Cell::get);
+    if !existing.is_null() {
+        let mut cell = ptr::null_mut();
+        napi::check_status!(sys::napi_get_reference_value(env, existing, &mut cell))?;
+        if !cell.is_null() {
+            return Ok(cell);
+        }
+    }
+    let mut data = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    napi::check_status!(sys::napi_create_arraybuffer(
+        env,
+        16,
+        &mut data,
+        &mut buffer
+    ))?;
+    let mut cell = ptr::null_mut();
+    napi::check_status!(sys::napi_create_typedarray(
+        env,
+        sys::TypedarrayType::float64_array,
+        2,
+        buffer,
+        0,
+        &mut cell
+    ))?;
+    // Never released: the memory must outlive every acquire on this thread.
+    let mut reference = ptr::null_mut();
+    napi::check_status!(sys::napi_create_reference(env, cell, 1, &mut reference))?;
+    let p = data as *mut f64;
+    *p = now() as f64 * 1e-6;
+    *p.add(1) = f64::INFINITY;
+    CLOCK_CELL.with(|c| c.set(p));
+    CLOCK_REF.with(|r| r.set(reference));
+    if existing.is_null() {
+        napi::check_status!(sys::napi_add_env_cleanup_hook(
+            env,
+            Some(clear_clock_cell),
+            ptr::null_mut()
+        ))?;
+    }
+    Ok(cell)
+}
+
+/// Runs once per load of the addon in an environment (main thread, each worker, and again for
+/// a load after `require.cache` was cleared). napi-rs keeps a single `module_exports` hook per
+/// addon: anything else to register goes through here.
 #[napi(module_exports)]
 pub fn init_hot_path(exports: Object, env: Env) -> Result<()> {
     unsafe {
@@ -234,34 +303,12 @@ pub fn init_hot_path(exports: Object, env: Env) -> Result<()> {
         define(env, exports, c"settle", Some(settle_cb))?;
         #[cfg(feature = "probes")]
         super::probes::register(env, exports);
-        let mut data = ptr::null_mut();
-        let mut buffer = ptr::null_mut();
-        napi::check_status!(sys::napi_create_arraybuffer(env, 8, &mut data, &mut buffer))?;
-        let mut cell = ptr::null_mut();
-        napi::check_status!(sys::napi_create_typedarray(
-            env,
-            sys::TypedarrayType::float64_array,
-            1,
-            buffer,
-            0,
-            &mut cell
-        ))?;
-        // Never released: the memory must outlive every acquire on this thread.
-        let mut reference = ptr::null_mut();
-        napi::check_status!(sys::napi_create_reference(env, buffer, 1, &mut reference))?;
+        let cell = clock_cell(env)?;
         napi::check_status!(sys::napi_set_named_property(
             env,
             exports,
             c"clockCell".as_ptr(),
             cell
-        ))?;
-        let p = data as *mut f64;
-        *p = now() as f64 * 1e-6;
-        CLOCK_CELL.with(|c| c.set(p));
-        napi::check_status!(sys::napi_add_env_cleanup_hook(
-            env,
-            Some(clear_clock_cell),
-            ptr::null_mut()
         ))?;
     }
     Ok(())

@@ -286,7 +286,18 @@ function wake(rx, ks) {
   ks.waking = true
   try {
     let call
-    while ((call = admitNext(ks)) !== null) {
+    while ((call = ks.head) !== null) {
+      // A deadline that passed while the event loop was blocked: its timer has not fired yet,
+      // and the call must not run now (ADR 0609).
+      if (call._dlist !== null) {
+        const now = native.nowMs()
+        if (call._deadline <= now) {
+          deadlines.remove(call)
+          expire(call, now)
+          continue
+        }
+      }
+      if ((call = admitNext(ks)) === null) break
       if (call._permit >= 0) {
         call._state = RUNNING
         if (call._timing !== null) diag.started(call._timing)

@@ -191,7 +191,7 @@ export interface KeyStats {
   lastLatencyMs: number
   /** Calls released as stuck: their fn had not settled long after the caller's answer (a deadline's length, at least 1 s). */
   stuck: number
-  /** Settled calls by verdict since the key was created (`cancelled`: the caller's signal aborted). */
+  /** Settled calls by verdict since the key was created (`cancelled`: no observation; the caller's signal aborted, or this process stalled). */
   verdicts: Record<Verdict | 'cancelled', number>
   /** Calls refused by our own policies, by reason, since the key was created. */
   rejections: Record<Exclude<RejectReason, 'registry'>, number>

@@ -10,11 +10,17 @@
 
 // Time is the engine's clock in ms (lib/native.js clockCell / nowMs), not performance.now():
 // add() receives the time of the acquire that started the call, so a call reads no clock.
-const { native } = require('./native')
+const { native, clockCell } = require('./native')
 const nowMs = () => native.nowMs()
 
 // setTimeout's largest delay; a longer one fires after 1 ms with a TimeoutOverflowWarning.
 const MAX_DELAY = 2147483647
+
+/**
+ * A deadline timer firing this many ms after its time means this process stalled (a blocked
+ * event loop, a long GC pause): ADR 0610, a guess with what was measured at half and twice.
+ */
+const STALL_MS = 20
 
 class DeadlineList {
   constructor(ms) {
@@ -34,7 +40,24 @@ class Deadlines {
     this.armedAt = Infinity
     /** Entries whose caller still waits for an answer. */
     this.held = 0
+    // From a fire STALL_MS late until the event loop's next check phase (setImmediate), once
+    // it has read what arrived during the stall, every settle carries the stall (ADR 0610).
+    this.stalled = false
     this.fire = this.fire.bind(this)
+    this.endStall = this.endStall.bind(this)
+  }
+
+  /** Until the next check phase every settle is no observation, through the clock cell. */
+  stall() {
+    if (this.stalled) return
+    this.stalled = true
+    clockCell[1] = -Infinity
+    setImmediate(this.endStall)
+  }
+
+  endStall() {
+    this.stalled = false
+    clockCell[1] = this.armedAt + STALL_MS
   }
 
   /**
@@ -86,6 +109,8 @@ class Deadlines {
   arm(at, now) {
     if (this.timer !== null) clearTimeout(this.timer)
     this.armedAt = at
+    // A settle once this timer is STALL_MS overdue carries the stall (the binding checks).
+    if (!this.stalled) clockCell[1] = at + STALL_MS
     // +1: setTimeout may fire a fraction of a millisecond early by the engine's clock. A delay
     // past setTimeout's range fires early and fire() re-arms for what is left.
     this.timer = setTimeout(this.fire, Math.min(MAX_DELAY, Math.max(0, Math.ceil(at - now)) + 1))
@@ -93,9 +118,12 @@ class Deadlines {
   }
 
   fire() {
+    const now = nowMs()
+    // This late, the loop could run no timer, nor read what arrived meanwhile (ADR 0610).
+    if (now - this.armedAt >= STALL_MS) this.stall()
     this.timer = null
     this.armedAt = Infinity
-    const now = nowMs()
+    if (!this.stalled) clockCell[1] = Infinity
     let next = Infinity
     for (const list of this.lists.values()) {
       let call = list.head

@@ -8,8 +8,9 @@ const codes = native.wireCodes()
 module.exports = {
   native,
   /**
-   * A Float64Array of one: the engine's clock in ms as of the latest `acquire` on this thread
-   * (src/binding/hot.rs). Deadlines start from it, so a timed call reads no clock of its own.
+   * A Float64Array of two (src/binding/hot.rs): [0] the engine's clock in ms as of the latest
+   * `acquire` on this thread (deadlines start from it, so a timed call reads no clock of its
+   * own); [1] written here, the engine time from which this thread is stalled (lib/deadlines.js).
    */
   clockCell: native.clockCell,
   QUEUED: codes.queued,

@@ -156,14 +156,16 @@ class Resilix {
       return Promise.reject(notAFunction(fn))
     }
     if (signal !== undefined && parsed.aborted) return Promise.reject(reasonOf(signal))
-    let ks
+    let ks, p
     try {
       ks = this._keyState(key)
+      if (ks === null) return Promise.reject(this._events.rejected(REGISTRY_FULL, key))
+      p = this._acquire(ks, timeoutMs)
     } catch (err) {
       return Promise.reject(err)
     }
-    if (ks === null) return Promise.reject(this._events.rejected(REGISTRY_FULL, key))
-    const p = this._acquire(ks, timeoutMs)
+    // A listener (evict, limit, breaker) may have closed this instance meanwhile.
+    if (this._closed) return Promise.reject(closedError('a call'))
     if (p >= 0) {
       if (fn === null) return Promise.resolve(new Permit(this, ks, p))
       // No deadline, no signal, nobody timing calls: fn's own promise, half the bookkeeping
@@ -199,7 +201,10 @@ class Resilix {
     if (old !== undefined && old !== key) {
       this._keys.delete(old)
       this._registry.evicted++
-      if (this._events.has('evict')) this._events.emit('evict', { key: old })
+      if (this._events.has('evict')) {
+        this._events.emit('evict', { key: old })
+        if (this._closed) throw closedError('a call') // by a listener
+      }
     }
     ks = new KeyState(key, h)
     this._keys.set(key, ks)

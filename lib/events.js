@@ -11,6 +11,13 @@ const { native, BREAKER_STATES, REASONS, REJECTED_BASE } = require('./native')
 const { RejectedError } = require('./errors')
 const diag = require('./diagnostics')
 
+/**
+ * Events that listeners may raise (calling execute(), close(), ...) within one event, after
+ * which the rest are dropped with a warning: a listener that calls execute() on every
+ * rejection would otherwise loop for ever (ADR 0611, a guess).
+ */
+const MAX_NESTED = 1000
+
 class Emitter {
   /** `owner`: the Resilix instance, named in diagnostics_channel messages. */
   constructor(owner) {
@@ -18,6 +25,10 @@ class Emitter {
     this.listeners = { limit: [], breaker: [], reject: [], evict: [] }
     /** Someone listens to limit or breaker changes: the engine state must be observed. */
     this.watching = false
+    // Events raised while a listener runs wait here, as type, event pairs (emit()).
+    this.emitting = false
+    this.pending = []
+    this.warnedLoop = false
   }
 
   on(type, listener) {
@@ -78,7 +89,37 @@ class Emitter {
     return err
   }
 
+  /**
+   * Delivers an event to its listeners. One raised by a listener (re-entry) is delivered after
+   * that listener returns, in order, never inside it: re-entry cannot recurse (ADR 0611).
+   */
   emit(type, event) {
+    if (this.emitting) {
+      if (this.pending.length < 2 * MAX_NESTED) this.pending.push(type, event)
+      else this.warnLoop()
+      return
+    }
+    this.emitting = true
+    try {
+      this.deliver(type, event)
+      for (let i = 0; i < this.pending.length; i += 2) this.deliver(this.pending[i], this.pending[i + 1])
+    } finally {
+      this.pending.length = 0
+      this.emitting = false
+    }
+  }
+
+  warnLoop() {
+    if (this.warnedLoop) return
+    this.warnedLoop = true
+    process.emitWarning(
+      `resilix: listeners raised more than ${MAX_NESTED} events within one event (a listener that calls execute() ` +
+        'on every rejection?); the rest were not delivered. Keep calls made from a listener from raising the same event',
+      { code: 'RESILIX_LISTENER_LOOP' },
+    )
+  }
+
+  deliver(type, event) {
     for (const listener of this.listeners[type]) {
       try {
         listener(event)

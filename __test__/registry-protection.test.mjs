@@ -26,15 +26,41 @@ test('registry: an open breaker survives traffic on 1 000 other keys; evictions 
   assert.equal(rx.registryStats().refused, 0)
 })
 
-test('registry: only protecting keys left, the new key is refused with registry and counted', async () => {
-  const rx = new Resilix({ algorithm: 'fixed', maxKeys: 2, breaker: { consecutiveFailures: 2, openMs: 600_000 } })
+test('registry: a new key is refused with registry, and counted, only while more than half the keys are busy', async () => {
+  const rx = new Resilix({ algorithm: 'fixed', maxKeys: 4, breaker: { consecutiveFailures: 2, openMs: 600_000 } })
   await openBreaker(rx, 'a')
-  await openBreaker(rx, 'b')
+  const held = [await rx.acquire('b1'), await rx.acquire('b2'), await rx.acquire('b3')]
   const rejected = []
   rx.onReject((e) => rejected.push(e))
   await assert.rejects(rx.execute(() => 1, { key: 'c' }), (e) => isRejectedError(e) && e.reason === 'registry')
   await assert.rejects(rx.acquire('d'), (e) => isRejectedError(e) && e.reason === 'registry')
   assert.deepEqual(rejected.map((e) => e.reason), ['registry', 'registry'])
-  assert.deepEqual(rx.registryStats(), { keys: 2, refused: 2, evicted: 0 })
-  assert.deepEqual(rx.keys().sort(), ['a', 'b'])
+  assert.deepEqual(rx.registryStats(), { keys: 4, refused: 2, evicted: 0 })
+  assert.deepEqual(rx.keys().sort(), ['a', 'b1', 'b2', 'b3'])
+  // One busy of four, three protecting: the least recently used protecting key gives way.
+  held[0].release()
+  held[1].release()
+  await openBreaker(rx, 'b1')
+  await openBreaker(rx, 'b2')
+  assert.equal(await rx.execute(() => 'in', { key: 'c' }), 'in')
+  assert.ok(!rx.keys().includes('a'))
+  held[2].release()
+})
+
+// Junk keys (user-supplied URLs: webhooks, crawlers, link previews) that fail fast open a
+// breaker each. Open breakers may fill the registry, but never lock a legitimate new key out.
+test('registry: 1 000 junk keys with open breakers do not lock new keys out', async () => {
+  const rx = new Resilix()
+  await rx.execute(async () => 'ok', { key: 'api.example' })
+  const down = () => Promise.reject(Object.assign(new Error('ECONNREFUSED'), { code: 'ECONNREFUSED' }))
+  for (let i = 0; i < 1000; i++) {
+    const key = `https://junk-${i}.invalid`
+    for (let j = 0; j < 5; j++) await rx.execute(down, { key }).catch(() => {})
+  }
+  assert.equal(rx.registryStats().keys, 1000)
+  const open = rx.keys().filter((k) => rx.stats(k).breaker === 'open').length
+  assert.ok(open >= 500, `${open} open breakers`)
+  for (let i = 0; i < 100; i++) assert.equal(await rx.execute(async () => i, { key: `https://new-${i}.example` }), i)
+  assert.equal(await rx.execute(async () => 'again', { key: 'api.example' }), 'again')
+  assert.equal(rx.registryStats().refused, 0)
 })

@@ -3,8 +3,10 @@
 //! A new key past the cap evicts an idle key (nothing in flight or queued), preferring keys in
 //! their default state, least recently used first; a key that is protecting its upstream (a
 //! breaker not closed, a limit cut below `initialLimit`, with a call settled within the last
-//! 10 minutes) is never evicted. When no key can go, the new key is refused (`reason:
-//! 'registry'`): traffic on other keys cannot reset a key's protection (ADR 0606). Keys may come
+//! 10 minutes) is not evicted while protecting keys hold less than half of the registry. When no
+//! key can go, the new key is refused (`reason: 'registry'`): traffic on other keys cannot reset
+//! a key's protection (ADR 0606), and keys that open breakers cannot fill the registry and lock
+//! every new key out (ADR 0612): a refusal needs more than half the keys busy. Keys may come
 //! from untrusted input, so the map uses SipHash with a random key (std `RandomState`, which
 //! resists hash flooding) and key length is bounded. Recency is an intrusive doubly linked
 //! list over slot indices: touch and evict are O(1) and allocate nothing.
@@ -45,7 +47,7 @@ impl std::fmt::Display for RegistryError {
         match self {
             RegistryError::Full { max_keys } => write!(
                 f,
-                "the key registry is full: all {max_keys} keys (maxKeys) have calls in flight or queued"
+                "the key registry is full: more than half of its {max_keys} keys (maxKeys) have calls in flight or queued, and the rest protect their upstream"
             ),
             RegistryError::KeyTooLong { len, max } => {
                 write!(f, "key is {len} bytes long; keys may be at most {max} bytes (maxKeyLength)")
@@ -61,7 +63,8 @@ pub enum Worth {
     Default,
     /// Learned something (a raised limit, or protection older than `PROTECT_NS`). Evicted next.
     Adapted,
-    /// Protecting its upstream (breaker not closed, or limit cut), recently used. Never evicted.
+    /// Protecting its upstream (breaker not closed, or limit cut), recently used. Evicted only
+    /// while such idle keys hold half of `maxKeys` or more (ADR 0612).
     Protecting,
 }
 
@@ -185,22 +188,31 @@ impl Registry {
     }
 
     /// The key to evict for a new one: the least recently used idle key in its default state,
-    /// else the least recently used idle key that protects nothing; `None` when none can go.
+    /// else the least recently used idle key that protects nothing, else, once idle protecting
+    /// keys hold half of `maxKeys` or more, the least recently used of them (ADR 0612); `None`
+    /// when none can go.
     fn victim(&self, now: Nanos) -> Option<u32> {
         let mut fallback = None;
+        let mut protecting = 0u64;
+        let mut oldest_protecting = None;
         let mut i = self.tail;
         while i != NIL {
             let e = &self.entries[i as usize];
             if e.policies.is_idle() {
                 match self.worth(&e.policies, now) {
                     Worth::Default => return Some(i),
-                    Worth::Adapted if fallback.is_none() => fallback = Some(i),
-                    _ => {}
+                    Worth::Adapted => {
+                        fallback = fallback.or(Some(i));
+                    }
+                    Worth::Protecting => {
+                        protecting += 1;
+                        oldest_protecting = oldest_protecting.or(Some(i));
+                    }
                 }
             }
             i = e.prev;
         }
-        fallback
+        fallback.or(oldest_protecting.filter(|_| protecting * 2 >= self.opts.max_keys as u64))
     }
 
     /// What forgetting this key's state would lose.

@@ -12,7 +12,8 @@
 //! - the limiter's own inflight equals the permit count, the bulkhead's equals it too;
 //! - the limit is within [minLimit, maxLimit];
 //! - a permit settles once: a second settle, or any id never issued, is `StalePermit`;
-//! - a key is evicted only when idle (nothing in flight, nobody waiting);
+//! - a key is evicted only when idle (nothing in flight, nobody waiting), and a key protecting
+//!   its upstream only while idle protecting keys hold half of `maxKeys` or more;
 //! - a stale key handle is refused (`StaleHandle`), never aliased to another key.
 //!
 //! A second property drives a lone `Breaker`: only legal transitions (closed→open, open→half-open,
@@ -217,6 +218,14 @@ impl Harness {
             .iter()
             .map(|n| self.engine.registry().worth_of(n, self.now) == Some(Worth::Protecting))
             .collect();
+        let idle = |m: Option<&KeyModel>| m.is_none_or(|m| m.live.is_empty() && m.queued == 0);
+        // Idle protecting keys may be evicted only while they hold half of maxKeys or more.
+        let idle_protecting = before
+            .iter()
+            .zip(&protecting)
+            .filter(|(n, p)| **p && idle(self.models.get(*n)))
+            .count();
+        let max_keys = self.engine.registry().options().max_keys as usize;
         match self.engine.resolve(&name, self.now) {
             Ok(r) => {
                 let after: Vec<String> = self.engine.keys().map(str::to_owned).collect();
@@ -225,7 +234,10 @@ impl Harness {
                     .zip(&protecting)
                     .filter(|(n, _)| !after.contains(n))
                 {
-                    assert!(!p, "protecting key {gone} evicted");
+                    assert!(
+                        !p || idle_protecting * 2 >= max_keys,
+                        "protecting key {gone} evicted with {idle_protecting} of {max_keys} keys protecting"
+                    );
                     self.current.remove(gone);
                     let m = self.models.remove(gone).unwrap_or_default();
                     assert!(
@@ -246,7 +258,8 @@ impl Harness {
                 Some(r.handle)
             }
             Err(RegistryError::Full { .. }) => {
-                // Full only when every live key is busy or protecting its upstream.
+                // Full only when every live key is busy or protecting its upstream, and more
+                // than half of them are busy.
                 for (n, p) in before.iter().zip(&protecting) {
                     let m = &self.models[n];
                     assert!(
@@ -254,6 +267,10 @@ impl Harness {
                         "registry full while {n} is idle and protects nothing"
                     );
                 }
+                assert!(
+                    idle_protecting * 2 < max_keys,
+                    "registry full with {idle_protecting} of {max_keys} keys idle and protecting"
+                );
                 None
             }
             Err(e) => panic!("unexpected {e}"),

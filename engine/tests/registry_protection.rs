@@ -1,7 +1,8 @@
 //! The registry keeps what protects an upstream: an idle key whose breaker is open (or whose
-//! limit was cut) is never evicted for a new key; keys in their default state go first; when
-//! only protecting keys remain the new key is refused. Protection lapses after `PROTECT_NS`
-//! without a settle. Stuck settles are counted. Time is plain numbers.
+//! limit was cut) is not evicted for a new key while such keys hold less than half the registry;
+//! keys in their default state go first; a new key is refused only while more than half the
+//! keys are busy. Protection lapses after `PROTECT_NS` without a settle. Stuck settles are
+//! counted. Time is plain numbers.
 
 use resilix_engine::registry::PROTECT_NS;
 use resilix_engine::{
@@ -94,21 +95,74 @@ fn default_keys_go_first_and_protecting_keys_never() {
     assert_eq!(keys, ["b", "c", "dead"]);
 }
 
+/// Holds a permit on `key`: the key is busy until it is settled.
+fn hold(e: &mut Engine, key: &str, t: u64) {
+    let h = e.resolve(key, t).unwrap().handle;
+    assert!(matches!(e.acquire(h, t).unwrap(), Acquired::Permit(_)));
+}
+
 #[test]
-fn only_protecting_keys_left_refuses_the_new_key() {
-    let mut e = engine(Algorithm::Fixed, 2);
+fn a_refusal_needs_more_than_half_the_keys_busy() {
+    let mut e = engine(Algorithm::Fixed, 4);
     open_breaker(&mut e, "x", T0);
-    open_breaker(&mut e, "y", T0 + 5 * NANOS_PER_MS);
+    for k in ["b1", "b2", "b3"] {
+        hold(&mut e, k, T0 + 5 * NANOS_PER_MS);
+    }
+    // Three busy keys of four and one protecting: the new key is refused.
     let t = T0 + 20 * NANOS_PER_MS;
     assert_eq!(
         e.resolve("new", t),
-        Err(RegistryError::Full { max_keys: 2 })
+        Err(RegistryError::Full { max_keys: 4 })
     );
-    // After PROTECT_NS without a settle, protection lapses and the oldest goes.
+    // After PROTECT_NS without a settle, protection lapses and it goes.
     let later = T0 + PROTECT_NS + 100 * NANOS_PER_MS;
     assert_eq!(e.registry().worth_of("x", later), Some(Worth::Adapted));
     assert!(e.resolve("new", later).unwrap().created);
     assert!(!e.keys().any(|k| k == "x"));
+}
+
+#[test]
+fn protecting_keys_give_way_once_they_hold_half_the_registry() {
+    let mut e = engine(Algorithm::Fixed, 4);
+    open_breaker(&mut e, "x", T0);
+    open_breaker(&mut e, "y", T0 + 5 * NANOS_PER_MS);
+    hold(&mut e, "b1", T0 + 10 * NANOS_PER_MS);
+    hold(&mut e, "b2", T0 + 10 * NANOS_PER_MS);
+    // Two idle protecting keys of four: the least recently used, "x", gives way.
+    let t = T0 + 20 * NANOS_PER_MS;
+    assert!(e.resolve("new", t).unwrap().created);
+    let mut keys: Vec<_> = e.keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["b1", "b2", "new", "y"]);
+}
+
+#[test]
+fn junk_keys_that_open_breakers_never_lock_a_new_key_out() {
+    let mut e = engine(Algorithm::Fixed, 100);
+    let mut t = T0;
+    open_breaker(&mut e, "dead.example", t);
+    for i in 0..1_000 {
+        t += 10 * NANOS_PER_MS;
+        open_breaker(&mut e, &format!("junk-{i}"), t);
+        // A key still being called (refused by its open breaker) stays recently used.
+        if i % 40 == 0 {
+            let h = e.resolve("dead.example", t).unwrap().handle;
+            assert_eq!(
+                e.acquire(h, t).unwrap(),
+                Acquired::Rejected(resilix_engine::RejectReason::Breaker)
+            );
+        }
+    }
+    assert_eq!(e.registry().len(), 100);
+    assert!(
+        e.keys().any(|k| k == "dead.example"),
+        "a key in use lost its open breaker"
+    );
+    // Every new legitimate key gets in, and is served.
+    for i in 0..200 {
+        t += NANOS_PER_MS;
+        run(&mut e, &format!("api-{i}.example"), Verdict::Success, t);
+    }
 }
 
 #[test]

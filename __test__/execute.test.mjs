@@ -25,6 +25,17 @@ const rows = [
   ['throws an error with err.response.status 503', async () => { throw Object.assign(new Error('x'), { response: { status: 503 } }) }, 'overload'],
   ['throws an error with err.response.status 500', async () => { throw Object.assign(new Error('x'), { response: { status: 500 } }) }, 'failure'],
   ['throws a string', async () => { throw 'text' }, 'failure'],
+  // A status is an integer 100–599, or a string of three digits that is one.
+  ["status '429' (a string)", async () => ({ status: '429' }), 'overload'],
+  ["throws with statusCode '404' (a string)", async () => { throw Object.assign(new Error('x'), { statusCode: '404' }) }, 'answered'],
+  ["status '500 ' (not three digits: no status)", async () => ({ status: '500 ' }), 'success'],
+  ['throws a function carrying status 503', async () => { throw Object.assign(() => {}, { status: 503 }) }, 'overload'],
+  ['status NaN (no status)', async () => ({ status: NaN }), 'success'],
+  ['status 999 (no status)', async () => ({ status: 999 }), 'success'],
+  ['status 503.5 (no status)', async () => ({ status: 503.5 }), 'success'],
+  ['throws with status 999 (no status)', async () => { throw Object.assign(new Error('x'), { status: 999 }) }, 'failure'],
+  ['status NaN, statusCode 503: the first valid one', async () => ({ status: NaN, statusCode: 503 }), 'overload'],
+  ["status 'ok' (a body field), no other", async () => ({ status: 'ok' }), 'success'],
 ]
 
 for (const [name, fn, expected] of rows) {

@@ -14,16 +14,34 @@ const CANCELLED = NAMES.indexOf('cancelled')
 /** The verdicts a caller may pass to `permit.release()` (cancelled is the library's own). */
 const CODES = { success: SUCCESS, failure: FAILURE, overload: OVERLOAD, answered: ANSWERED, timeout: TIMEOUT, rejected: REJECTED }
 
-/** A status code read from a fetch Response, an undici result, or an error carrying one. */
+/**
+ * A status code read from a fetch Response, an undici result, or an error carrying one: the
+ * first of `.status`, `.statusCode`, `.response.status` that is a status, read from an object
+ * or a function alike (ADR 0613).
+ */
 function statusOf(x) {
-  if (x === null || typeof x !== 'object') return undefined
-  let s = x.status
-  if (typeof s === 'number') return s
-  s = x.statusCode
-  if (typeof s === 'number') return s
+  if (x === null || (typeof x !== 'object' && typeof x !== 'function')) return undefined
+  let s = asStatus(x.status)
+  if (s !== undefined) return s
+  s = asStatus(x.statusCode)
+  if (s !== undefined) return s
   const r = x.response
-  if (r !== null && typeof r === 'object' && typeof r.status === 'number') return r.status
+  if (r !== null && (typeof r === 'object' || typeof r === 'function')) return asStatus(r.status)
   return undefined
+}
+
+/**
+ * An HTTP status: an integer 100–599 (RFC 9110 calls any other value invalid), or a string of
+ * three digits that is one ('429'); NaN, 999, 503.5 or '500 ' are no status.
+ */
+function asStatus(s) {
+  if (typeof s === 'number') return s >= 100 && s <= 599 && Number.isInteger(s) ? s : undefined
+  if (typeof s !== 'string' || s.length !== 3) return undefined
+  const a = s.charCodeAt(0) - 48
+  const b = s.charCodeAt(1) - 48
+  const c = s.charCodeAt(2) - 48
+  if (a < 1 || a > 5 || b < 0 || b > 9 || c < 0 || c > 9) return undefined
+  return a * 100 + b * 10 + c
 }
 
 function verdictOfStatus(s, otherwise) {

@@ -4,6 +4,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
+import dc from 'node:diagnostics_channel'
 import { Worker } from 'node:worker_threads'
 import { fileURLToPath } from 'node:url'
 import { Resilix, isTimeoutError } from '../index.js'
@@ -82,6 +83,9 @@ for (const where of ['timer', 'immediate']) {
       for (let i = 0; i < 3; i++) await Promise.all(Array.from({ length: 10 }, () => rx.execute(call, { key: 'up', timeoutMs: 2000 })))
       const before = rx.stats('up')
       const target = up.answered() + 10
+      const published = []
+      const onSettle = (m) => published.push(m.verdict)
+      dc.subscribe('resilix:call:settle', onSettle)
       up.hold(true)
       const calls = Array.from({ length: 10 }, () => outcome(rx.execute(call, { key: 'up', timeoutMs: 300 })))
       while (up.received() < target) await sleep(1)
@@ -94,6 +98,8 @@ for (const where of ['timer', 'immediate']) {
       else setImmediate(stall)
       const results = await Promise.all(calls)
       await sleep(50)
+      dc.unsubscribe('resilix:call:settle', onSettle)
+      assert.deepEqual(published, Array(10).fill('cancelled'), 'per-call events say what the engine recorded')
       const s = rx.stats('up')
       assert.equal(up.answered(), target, 'the upstream answered every call')
       if (where === 'immediate') {

@@ -5,7 +5,7 @@
 
 const dc = require('node:diagnostics_channel')
 const { native, clockCell } = require('./native')
-const { NAMES } = require('./verdicts')
+const { NAMES, REJECTED, CANCELLED } = require('./verdicts')
 const { TimeoutError } = require('./errors')
 
 /** The channels, by the names users subscribe to. */
@@ -55,6 +55,8 @@ function marked(t) {
 function settled(rx, key, code, t, stuck) {
   if (!settleChannel.hasSubscribers) return
   const now = native.nowMs()
+  // The binding's rule, from this reading: settled during a stall, no observation (ADR 0610).
+  if (!stuck && code !== REJECTED && now >= clockCell[1]) code = CANCELLED
   settleChannel.publish({
     rx,
     key,

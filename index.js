@@ -7,6 +7,7 @@ const { native, QUEUED, STALE_HANDLE, REGISTRY_FULL, SLOT_SPAN, mapNativeError }
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = require('./lib/errors')
 const { normalize } = require('./lib/options')
 const { Call, GuardedCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
+const { runRetrying, attemptsOf, Backoff } = require('./lib/retry')
 const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
 const { SignalLinks, reasonOf } = require('./lib/signals')
@@ -33,19 +34,23 @@ class Resilix {
     engines.register(this, this._id, this)
     this._timeoutMs = o.timeoutMs
     this._classify = o.classify
+    /** The instance's retry policy (lib/retry-options.js), null when off. */
+    this._retry = o.retry
+    /** Retrying calls waiting between attempts (lib/retry.js): close() ends them. */
+    this._backoffs = new Set()
     /** @type {Map<string, KeyState>} */
     this._keys = new Map()
     this._slotNames = []
-    this._signals = new SignalLinks(callerAborted)
+    this._signals = new SignalLinks(onAbort)
     this._events = new Emitter(this)
     this._closed = false
     this._registry = { refused: 0, evicted: 0 }
   }
 
   /**
-   * Runs `fn` under the key's policies: breaker → limiter (+ queue) → bulkhead → timeout.
-   * Resolves or rejects with exactly what fn did, or rejects with RejectedError / TimeoutError
-   * / the caller signal's reason.
+   * Runs `fn` under the key's policies: retry → breaker → limiter (+ queue) → bulkhead →
+   * timeout. Resolves or rejects with exactly what fn's last attempt did, or rejects with
+   * RejectedError / TimeoutError / the caller signal's reason.
    */
   execute(fn, opts) {
     return this._admit(fn, 'default', opts, true)
@@ -105,6 +110,7 @@ class Resilix {
       while (ks.head !== null) giveUp(ks.head, closedError('a call waiting'))
       ks.handle = -1 // a running call's settle now changes nothing
     }
+    for (const b of [...this._backoffs]) b.abort(closedError('a call waiting to retry'))
     this._keys.clear()
     this._slotNames = []
     engines.unregister(this)
@@ -136,6 +142,11 @@ class Resilix {
     return this._events.on('evict', listener)
   }
 
+  /** Subscribes to retries `{ key, attempt, delayMs, reason }`: a call's next attempt starts after `delayMs`. */
+  onRetry(listener) {
+    return this._events.on('retry', listener)
+  }
+
   // ---- internals ---------------------------------------------------------------------------
 
   /**
@@ -145,10 +156,14 @@ class Resilix {
    */
   _admit(fn, key, opts, execute) {
     let timeoutMs = execute ? this._timeoutMs : undefined
+    let retry = execute ? this._retry : null
     let signal
     if (opts !== undefined) {
-      if (!readCallOptions(opts, execute, timeoutMs)) return Promise.reject(parsed.error)
-      if (execute) key = parsed.key
+      if (!readCallOptions(opts, execute, timeoutMs, retry)) return Promise.reject(parsed.error)
+      if (execute) {
+        key = parsed.key
+        retry = parsed.retry
+      }
       timeoutMs = parsed.timeoutMs
       signal = parsed.signal
     }
@@ -166,6 +181,7 @@ class Resilix {
     }
     // A listener (evict, limit, breaker) may have closed this instance meanwhile.
     if (this._closed) return Promise.reject(closedError('a call'))
+    if (retry !== null) return runRetrying(this, ks, fn, retry, timeoutMs, signal, p)
     if (p >= 0) {
       if (fn === null) return Promise.resolve(new Permit(this, ks, p))
       // No deadline, no signal, nobody timing calls: fn's own promise, half the bookkeeping
@@ -237,4 +253,10 @@ class Resilix {
   }
 }
 
-module.exports = { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError }
+/** The caller's signal aborted a call, or a retrying call's wait between attempts. */
+function onAbort(c, reason) {
+  if (c instanceof Backoff) c.abort(reason)
+  else callerAborted(c, reason)
+}
+
+module.exports = { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError, attemptsOf }

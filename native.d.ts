@@ -74,6 +74,12 @@ export interface NativeOptions {
   breakerHalfOpenProbes?: number
   /** Maximum concurrent calls per key; absent: no bulkhead. */
   bulkheadMaxConcurrent?: number
+  /** The per-key retry budget: default 0.2 (Envoy, failsafe-go, Finagle). */
+  retryBudgetRatio?: number
+  /** Default 3 retries a second (Envoy's and failsafe-go's minimum of 3, as a rate). */
+  retryBudgetMinPerSecond?: number
+  /** Default 10000 (Finagle's retry budget ttl). */
+  retryBudgetWindowMs?: number
   /** Default 1000. */
   maxKeys?: number
   /** Default 512 bytes (ours). */
@@ -115,6 +121,10 @@ export interface NativeStats {
   verdicts: NativeVerdictCounts
   /** Refused calls by reason since the key was created. */
   rejections: NativeRejectionCounts
+  /** Retries granted since the key was created. */
+  retries: number
+  /** Retries its retry budget refused since the key was created. */
+  retryBudgetRefusals: number
 }
 
 export interface NativeVerdictCounts {
@@ -156,6 +166,14 @@ export interface QueueRefusalInfo {
 /** Resolves a key to its handle. Returns `REGISTRY_FULL` when every key is busy. */
 export declare function resolveKey(id: number, key: string): number
 
+/**
+ * Whether the attempt that just settled on `handle` is retried: the delay in ms (≥ 0), or
+ * `RETRY_REFUSED_BASE - refusal` (codes.rs), or `STALE_HANDLE`. `attempts`: attempts made;
+ * `hintMs`, `remainingMs`: negative for none. The policy's numbers were validated in JS;
+ * out-of-range ones are clamped here, never trusted.
+ */
+export declare function retryDecide(handle: number, attempts: number, verdict: number, hintMs: number, remainingMs: number, previousDelayMs: number, maxAttempts: number, baseMs: number, maxDelayMs: number, decorrelated: boolean, retryOn: number, maxRetryAfterMs: number): number
+
 /** Settles a permit whose fn never settled, counting it as stuck: as `settle` (codes.rs). */
 export declare function settleStuck(handle: number, permit: number, verdict: number): number
 
@@ -182,4 +200,7 @@ export interface WireCodes {
   /** Verdict names by the code `settle` takes. */
   verdicts: Array<string>
   tooManyEngines: number
+  retryRefusedBase: number
+  /** Why a retry was refused, by code: `retryRefusals[RETRY_REFUSED_BASE - c]`; index 0 unused. */
+  retryRefusals: Array<string | undefined | null>
 }

@@ -586,6 +586,7 @@ module.exports.nowMs = nativeBinding.nowMs
 module.exports.observe = nativeBinding.observe
 module.exports.queueRefusal = nativeBinding.queueRefusal
 module.exports.resolveKey = nativeBinding.resolveKey
+module.exports.retryDecide = nativeBinding.retryDecide
 module.exports.settleStuck = nativeBinding.settleStuck
 module.exports.stats = nativeBinding.stats
 module.exports.wireCodes = nativeBinding.wireCodes

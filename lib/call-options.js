@@ -6,19 +6,22 @@
 const { timeoutOption, describe, unknownExecuteOption, unknownAcquireOption } = require('./options')
 const { checkSignal } = require('./signals')
 const { didYouMean } = require('./suggest')
+const { callRetry } = require('./retry-options')
 
-const parsed = { key: 'default', timeoutMs: undefined, signal: undefined, aborted: false, error: null }
+const parsed = { key: 'default', timeoutMs: undefined, signal: undefined, aborted: false, retry: null, error: null }
 
 /**
  * Reads `opts` into `parsed`; false (with `parsed.error`) when they are bad. `execute`: the
- * options of execute(), which take a key too; else acquire()'s. `timeoutMs`: the default.
+ * options of execute(), which take a key and a retry policy too; else acquire()'s.
+ * `timeoutMs`, `retry`: the instance's.
  */
-function readCallOptions(opts, execute, timeoutMs) {
+function readCallOptions(opts, execute, timeoutMs, retry) {
   const what = execute ? 'execute' : 'acquire'
   parsed.key = 'default'
   parsed.timeoutMs = timeoutMs
   parsed.signal = undefined
   parsed.aborted = false
+  parsed.retry = retry
   try {
     if (opts === null || typeof opts !== 'object') {
       throw new TypeError(`resilix: ${what} options must be an object, got ${describe(opts)}`)
@@ -28,6 +31,8 @@ function readCallOptions(opts, execute, timeoutMs) {
     if (execute) {
       const key = opts.key
       if (key !== undefined) parsed.key = key
+      const r = opts.retry
+      if (r !== undefined) parsed.retry = callRetry(r, retry)
     }
     const t = opts.timeoutMs
     if (t !== undefined) parsed.timeoutMs = timeoutOption('timeoutMs', t)
@@ -72,11 +77,13 @@ function acquireObject(o, opts) {
 }
 
 function unknownOption(what, name, takesKey) {
-  const takes = takesKey ? ['key', 'timeoutMs', 'signal'] : ['timeoutMs', 'signal']
+  const takes = what === 'execute' ? ['key', 'timeoutMs', 'signal', 'retry'] : takesKey ? ['key', 'timeoutMs', 'signal'] : ['timeoutMs', 'signal']
   const hint =
     !takesKey && name === 'key'
       ? ': the key is acquire\'s first argument, acquire(key, { timeoutMs }), or pass one object, acquire({ key, timeoutMs })'
-      : didYouMean(name, takes, 'call')
+      : what === 'acquire' && name === 'retry'
+        ? ': a permit is one attempt; retry is an option of execute()'
+        : didYouMean(name, takes, 'call')
   return new TypeError(`resilix: unknown ${what} option ${name} (${what} takes ${takes.join(', ')})${hint}`)
 }
 

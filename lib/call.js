@@ -105,6 +105,8 @@ class GuardedCall extends Call {
     this._qnext = null
     // per-call events: a Timing while someone subscribes, else null (lib/diagnostics.js)
     this._timing = diag.timing()
+    // the verdict fn's outcome was settled with, for a retrying call (lib/retry.js)
+    this._verdict = -1
   }
 }
 
@@ -238,6 +240,7 @@ function fnDone(call, ok, x) {
   if (call._cancelled) verdict = V.CANCELLED
   else if (call._timedOut) verdict = V.TIMEOUT
   else verdict = ok ? verdictOfValue(call, x) : verdictOfError(call, x)
+  call._verdict = verdict
   detach(call)
   call._state = DONE
   // The caller first: resolving runs no user code now, and the settle below may start woken
@@ -389,4 +392,6 @@ const deadlines = new Deadlines(expire)
 
 module.exports = {
   Call, GuardedCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted,
+  // a retrying call's attempts (lib/retry.js)
+  runFn, finish, verdictOfValue, verdictOfError, RUNNING,
 }

@@ -7,7 +7,7 @@
 // Node defines Symbol.dispose from 20.4 on; before that it used Symbol.for('nodejs.dispose').
 const DISPOSE = Symbol.dispose ?? Symbol.for('nodejs.dispose')
 
-const { native, BREAKER_STATES, REASONS, REJECTED_BASE } = require('./native')
+const { native, BREAKER_STATES, REASONS, REJECTED_BASE, VERDICTS: NAMES } = require('./native')
 const { RejectedError } = require('./errors')
 const diag = require('./diagnostics')
 
@@ -22,7 +22,7 @@ class Emitter {
   /** `owner`: the Resilix instance, named in diagnostics_channel messages. */
   constructor(owner) {
     this.owner = owner
-    this.listeners = { limit: [], breaker: [], reject: [], evict: [] }
+    this.listeners = { limit: [], breaker: [], reject: [], evict: [], retry: [] }
     /** Someone listens to limit or breaker changes: the engine state must be observed. */
     this.watching = false
     // Events raised while a listener runs wait here, as type, event pairs (emit()).
@@ -87,6 +87,11 @@ class Emitter {
     if (this.has('reject')) this.emit('reject', { key, reason })
     diag.rejected(this.owner, key, reason)
     return err
+  }
+
+  /** A retrying call starts attempt `attempt` after `delayMs` (lib/retry.js). */
+  retrying(key, attempt, delayMs, verdict) {
+    if (this.has('retry')) this.emit('retry', { key, attempt, delayMs, reason: NAMES[verdict] })
   }
 
   /**

@@ -30,6 +30,10 @@ module.exports = {
   /** Verdict names by the code `settle` takes. */
   VERDICTS: codes.verdicts,
   TOO_MANY_ENGINES: codes.tooManyEngines,
+  /** retryDecide's refusals are RETRY_REFUSED_BASE - refusal. */
+  RETRY_REFUSED_BASE: codes.retryRefusedBase,
+  /** Refusal names by refusal number (index 0 unused). */
+  RETRY_REFUSALS: codes.retryRefusals.map((r) => r ?? undefined),
 }
 
 /** The one error mapper: a native error becomes a RangeError (bad argument) or an Error. */

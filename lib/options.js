@@ -13,6 +13,7 @@ const BREAKER_NUMBERS = [
 ]
 const TOP_LEVEL = new Set([
   'limiter', 'algorithm', 'queue', 'breaker', 'bulkhead', 'timeoutMs', 'classify', 'maxKeys', 'maxKeyLength', 'seed',
+  'retry', 'retryBudget',
   ...LIMITER_NUMBERS,
 ])
 const ALGORITHMS = ['vegas', 'gradient2', 'aimd', 'fixed']
@@ -60,7 +61,7 @@ function checkKnown(obj, known, prefix) {
  * A for-in over a small literal, no allocation: a few ns on the hot path (ADR 0803).
  */
 function unknownExecuteOption(opts) {
-  for (const k in opts) if (k !== 'key' && k !== 'timeoutMs' && k !== 'signal') return k
+  for (const k in opts) if (k !== 'key' && k !== 'timeoutMs' && k !== 'signal' && k !== 'retry') return k
   return undefined
 }
 
@@ -81,7 +82,7 @@ function timeoutOption(name, v) {
 }
 
 /**
- * Validates `options` and returns `{ native, timeoutMs, classify, seed }`.
+ * Validates `options` and returns `{ native, timeoutMs, classify, seed, retry }`.
  * @param {import('../index').ResilixOptions | undefined} options
  */
 function normalize(options) {
@@ -155,7 +156,11 @@ function normalize(options) {
       throw new RangeError(`resilix: seed must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER}, got ${seed}`)
     }
   }
-  return { native, timeoutMs: timeoutOption('timeoutMs', options.timeoutMs), classify, seed }
+  // Required here: lib/retry-options.js requires this module.
+  const { instanceRetry, budgetOptions } = require('./retry-options')
+  budgetOptions(options.retryBudget, native)
+  const retry = instanceRetry(options.retry)
+  return { native, timeoutMs: timeoutOption('timeoutMs', options.timeoutMs), classify, seed, retry }
 }
 
-module.exports = { normalize, timeoutOption, describe, isResilix, unknownExecuteOption, unknownAcquireOption, ALGORITHMS }
+module.exports = { normalize, timeoutOption, describe, isResilix, unknownExecuteOption, unknownAcquireOption, ALGORITHMS, MAX_TIMEOUT_MS }

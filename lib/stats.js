@@ -17,6 +17,8 @@ function keyStats(key, s) {
     stuck: s.stuck,
     verdicts: s.verdicts,
     rejections: s.rejections,
+    retries: s.retries,
+    retryBudgetRefusals: s.retryBudgetRefusals,
   }
 }
 

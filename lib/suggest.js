@@ -21,6 +21,21 @@ const ALIASES = {
     limit: ['initialLimit'],
     key: ['execute(fn, { key })', 'the key is an option of each call'],
     signal: ['execute(fn, { signal })', 'the signal is an option of each call'],
+    retries: ['retry: { attempts }', 'attempts in all, the first included: 2 retries are attempts: 3'],
+    maxAttempts: ['retry: { attempts }', 'attempts in all, the first included'],
+    budget: ['retryBudget'],
+  },
+  'retry.': {
+    maxAttempts: ['retry.attempts', "cockatiel's maxAttempts counts retries: maxAttempts 2 is attempts 3"],
+    limit: ['retry.attempts', "got's limit counts retries: limit 2 is attempts 3"],
+    retries: ['retry.attempts', "p-retry's retries counts retries: retries 2 is attempts 3"],
+    maxRetryAfter: ['retry.maxRetryAfterMs'],
+    statusCodes: ['retry.retryOn', 'by verdict: 429 and 503 are overload, other 5xx failure'],
+    initialDelay: ['retry.baseMs'],
+    minTimeout: ['retry.baseMs'],
+    maxDelay: ['retry.maxDelayMs'],
+    maxTimeout: ['retry.maxDelayMs'],
+    backoffLimit: ['retry.maxDelayMs'],
   },
   'breaker.': {
     resetTimeout: ['breaker.openMs', "opossum's resetTimeout"],
@@ -39,6 +54,7 @@ const ALIASES = {
   call: {
     timeout: ['timeoutMs'],
     abortSignal: ['signal'],
+    retries: ['retry: { attempts }', 'attempts in all, the first included'],
   },
   interceptor: {
     timeout: ['timeoutMs'],
@@ -62,7 +78,7 @@ function distance(a, b) {
 
 /**
  * `': did you mean X?'` for an unknown option `name` written where `known` are the options
- * (`where`: '' top-level, 'breaker.', 'queue.', 'call', 'interceptor'), or '' with no guess.
+ * (`where`: '' top-level, 'breaker.', 'queue.', 'retry.', 'call', 'interceptor'), or '' with no guess.
  * `elsewhere`: `{ name: 'breaker.name' }` for options that belong one level down.
  */
 function didYouMean(name, known, where, elsewhere) {

@@ -4,14 +4,19 @@
 use crate::breaker::BreakerTransition;
 use crate::options::{OptionError, PolicyOptions, RegistryOptions};
 use crate::policy_set::{Acquired, KeyStats, StalePermit};
-use crate::registry::{KeyHandle, Registry, RegistryError, Resolved, StaleHandle};
+use crate::registry::{KeyHandle, Registry, RegistryError, Resolved, StaleHandle, INDEX_BITS};
+use crate::retry::{self, BudgetOptions, Decision, KeyView, RetryBudget, RetryPolicy, Settled};
 use crate::rng::SplitMix64;
-use crate::{Nanos, Verdict};
+use crate::{BreakerState, Nanos, Verdict};
 
 #[derive(Debug)]
 pub struct Engine {
     registry: Registry,
     rng: SplitMix64,
+    budget: BudgetOptions,
+    /// Retry budgets by registry slot, each tagged with its key's handle: allocated only for
+    /// keys whose calls retry, so a key that never retries costs nothing more (ADR 0901).
+    retries: Vec<Option<Box<(KeyHandle, RetryBudget)>>>,
 }
 
 impl Engine {
@@ -26,7 +31,74 @@ impl Engine {
         Ok(Engine {
             registry: Registry::new(registry, policies),
             rng: SplitMix64::new(seed),
+            budget: BudgetOptions::default(),
+            retries: Vec::new(),
         })
+    }
+
+    /// Sets the per-key retry budget's options (the defaults otherwise).
+    pub fn set_retry_budget(&mut self, budget: BudgetOptions) -> Result<(), OptionError> {
+        budget.validate()?;
+        self.budget = budget;
+        Ok(())
+    }
+
+    pub fn retry_budget(&self) -> &BudgetOptions {
+        &self.budget
+    }
+
+    /// Whether `key`'s settled attempt `s` is retried, and after how long (see
+    /// [`retry::decide`]); the jitter comes from the engine's random source.
+    pub fn retry(
+        &mut self,
+        key: KeyHandle,
+        policy: &RetryPolicy,
+        s: &Settled,
+        now: Nanos,
+    ) -> Result<Decision, StaleHandle> {
+        let stats = self.registry.get(key)?.stats(now);
+        let view = KeyView {
+            settled: stats.verdicts.iter().sum(),
+            estimate_ns: if stats.baseline_ms > 0.0 {
+                (stats.baseline_ms * 1e6) as u64
+            } else {
+                stats.last_latency_ns
+            },
+            breaker_open: stats.breaker == Some(BreakerState::Open),
+        };
+        let u = self.rng.next_f64();
+        let budget = self.budget;
+        let b = self.budget_of(key, now, view.settled);
+        Ok(retry::decide(policy, b, &budget, s, view, now, u))
+    }
+
+    /// `key`'s retries granted and refused by its budget, `(0, 0)` for a key that never retried.
+    pub fn retry_counts(&self, key: KeyHandle) -> Result<(u64, u64), StaleHandle> {
+        self.registry.get(key)?;
+        let slot = (key & ((1 << INDEX_BITS) - 1)) as usize;
+        Ok(match self.retries.get(slot) {
+            Some(Some(b)) if b.0 == key => (b.1.retried, b.1.refused),
+            _ => (0, 0),
+        })
+    }
+
+    /// `retry_counts` by key name; `None` for a key not in the registry.
+    pub fn retry_counts_by_name(&self, name: &str) -> Option<(u64, u64)> {
+        let h = self.registry.handle(name)?;
+        self.retry_counts(h).ok()
+    }
+
+    /// The budget of a live `key`, created on first use; a slot's earlier key's is replaced.
+    fn budget_of(&mut self, key: KeyHandle, now: Nanos, settled: u64) -> &mut RetryBudget {
+        let slot = (key & ((1 << INDEX_BITS) - 1)) as usize;
+        if self.retries.len() <= slot {
+            self.retries.resize_with(slot + 1, || None);
+        }
+        let e = &mut self.retries[slot];
+        if e.as_ref().is_none_or(|b| b.0 != key) {
+            *e = Some(Box::new((key, RetryBudget::new(now, settled))));
+        }
+        &mut e.as_mut().expect("just set").1
     }
 
     pub fn resolve(&mut self, key: &str, now: Nanos) -> Result<Resolved, RegistryError> {

@@ -11,6 +11,7 @@ pub mod permit;
 pub mod policy_set;
 pub mod queue;
 pub mod registry;
+pub mod retry;
 pub mod rng;
 mod sample;
 pub mod standing;
@@ -26,6 +27,7 @@ pub use options::{
 pub use policy_set::{Acquired, KeyStats, PolicySet, RejectReason, StalePermit};
 pub use queue::QueueRefusal;
 pub use registry::{KeyHandle, RegistryError, Resolved, StaleHandle, Worth};
+pub use retry::{BudgetOptions, Decision, Jitter, Refusal, RetryOn, RetryPolicy};
 pub use rng::SplitMix64;
 pub use sample::Sample;
 pub use verdict::Verdict;

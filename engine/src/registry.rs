@@ -303,6 +303,12 @@ impl Registry {
     }
 
     /// The policy set of a key by name, if alive.
+    /// The handle of a live key by name, without touching its recency.
+    pub fn handle(&self, name: &str) -> Option<KeyHandle> {
+        let &i = self.map.get(name)?;
+        Some(Self::handle_of(i, self.entries[i as usize].gen))
+    }
+
     pub fn find(&self, name: &str) -> Option<&PolicySet> {
         self.map
             .get(name)

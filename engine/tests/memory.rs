@@ -5,8 +5,10 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use resilix_engine::retry::Settled;
 use resilix_engine::{
-    Acquired, Engine, PolicyOptions, PolicySet, RegistryOptions, Verdict, NANOS_PER_MS,
+    Acquired, Engine, PolicyOptions, PolicySet, RegistryOptions, RetryPolicy, Verdict,
+    NANOS_PER_MS,
 };
 
 struct Bytes;
@@ -43,6 +45,27 @@ const PEAK: usize = 8;
 
 #[test]
 fn engine_memory_per_key_is_at_most_2_kib() {
+    let (total, per_key) = measure(false);
+    assert!(per_key <= 2048.0, "{per_key:.0} bytes per key");
+    // Printed last: captured test output allocates on this thread.
+    println!(
+        "engine memory: {total} bytes for {KEYS} keys = {per_key:.0} bytes per key \
+         (PolicySet inline {} bytes; permit slab grown to {PEAK} concurrent calls)",
+        std::mem::size_of::<PolicySet>()
+    );
+}
+
+/// A key whose calls retry holds its retry budget too: at most 256 bytes more (ADR 0901).
+#[test]
+fn a_key_that_retries_holds_at_most_256_bytes_more() {
+    let (total, per_key) = measure(true);
+    assert!(per_key <= 2048.0 + 256.0, "{per_key:.0} bytes per key");
+    println!("engine memory with retries: {total} bytes for {KEYS} keys = {per_key:.0} bytes per key");
+}
+
+/// (bytes, bytes per key) held by an engine whose keys ran a few calls; `retry`: each key's
+/// calls also asked for a retry.
+fn measure(retry: bool) -> (i64, f64) {
     let before = LIVE.with(|l| l.get());
     let mut e = Engine::new(PolicyOptions::default(), RegistryOptions::default(), 1).unwrap();
     let t = 1_000 * NANOS_PER_MS;
@@ -64,18 +87,22 @@ fn engine_memory_per_key_is_at_most_2_kib() {
                 .unwrap()
                 .unwrap();
         }
+        if retry {
+            let s = Settled {
+                attempts: 1,
+                verdict: Verdict::Failure,
+                hint_ns: None,
+                remaining_ns: None,
+                previous_delay_ns: 0,
+            };
+            e.retry(h, &RetryPolicy::default(), &s, t + 20 * NANOS_PER_MS)
+                .unwrap();
+        }
     }
     drop(held);
     let total = LIVE.with(|l| l.get()) - before;
-    let per_key = total as f64 / KEYS as f64;
-    assert!(per_key <= 2048.0, "{per_key:.0} bytes per key");
     drop(e);
     // Everything is returned: no hidden global state.
     assert_eq!(LIVE.with(|l| l.get()), before);
-    // Printed last: captured test output allocates on this thread.
-    println!(
-        "engine memory: {total} bytes for {KEYS} keys = {per_key:.0} bytes per key \
-         (PolicySet inline {} bytes; permit slab grown to {PEAK} concurrent calls)",
-        std::mem::size_of::<PolicySet>()
-    );
+    (total, total as f64 / KEYS as f64)
 }

@@ -5,7 +5,7 @@
 use napi_derive::napi;
 use resilix_engine::breaker::BreakerState;
 use resilix_engine::registry::INDEX_BITS;
-use resilix_engine::{RejectReason, Verdict};
+use resilix_engine::{Refusal, RejectReason, Verdict};
 
 /// The call must wait in the queue.
 pub const QUEUED: f64 = -1.0;
@@ -21,6 +21,9 @@ pub const BAD_VERDICT: f64 = -5.0;
 pub const REJECTED_BASE: f64 = -10.0;
 /// `resolveKey`: the registry is full of keys that are protecting something.
 pub const REGISTRY_FULL: f64 = REJECTED_BASE - RejectReason::Registry as u8 as f64;
+
+/// `retryDecide`: a refusal is `-100 - refusal` (`retryRefusals` names them).
+pub const RETRY_REFUSED_BASE: f64 = -100.0;
 
 /// `createEngine`: the thread already holds the most engines a handle can address.
 pub const TOO_MANY_ENGINES: f64 = -1.0;
@@ -62,6 +65,9 @@ pub struct WireCodes {
     /// Verdict names by the code `settle` takes.
     pub verdicts: Vec<String>,
     pub too_many_engines: f64,
+    pub retry_refused_base: f64,
+    /// Why a retry was refused, by code: `retryRefusals[RETRY_REFUSED_BASE - c]`; index 0 unused.
+    pub retry_refusals: Vec<Option<String>>,
 }
 
 /// Every outcome code of the hot path, read once by the JS layer at load.
@@ -92,5 +98,13 @@ pub fn wire_codes() -> WireCodes {
         breaker_states,
         verdicts: Verdict::ALL.iter().map(|v| v.name().to_owned()).collect(),
         too_many_engines: TOO_MANY_ENGINES,
+        retry_refused_base: RETRY_REFUSED_BASE,
+        retry_refusals: {
+            let mut names = vec![None; Refusal::ALL.len() + 1];
+            for r in Refusal::ALL {
+                names[r as usize] = Some(r.name().to_owned());
+            }
+            names
+        },
     }
 }

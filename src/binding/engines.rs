@@ -8,7 +8,7 @@ use napi::{Env, Error, Result, Status};
 use napi_derive::napi;
 
 use super::codes::*;
-use super::options::{to_options, NativeOptions};
+use super::options::{to_budget, to_options, NativeOptions};
 use resilix_engine::{Acquired, Engine, RegistryError, Verdict};
 
 const KEY_BITS: u32 = resilix_engine::registry::INDEX_BITS + resilix_engine::registry::GEN_BITS;
@@ -121,7 +121,10 @@ pub fn create_engine(env: Env, options: NativeOptions, seed: Option<f64>) -> Res
             // No seed: vary per engine so that two processes do not reject in lockstep.
             now() ^ (&options as *const _ as u64).rotate_left(32)
         });
-    let engine = Engine::new(policies, registry, seed)
+    let mut engine = Engine::new(policies, registry, seed)
+        .map_err(|e| Error::new(Status::InvalidArg, e.message))?;
+    engine
+        .set_retry_budget(to_budget(&options)?)
         .map_err(|e| Error::new(Status::InvalidArg, e.message))?;
     ENGINES.with(|cell| {
         let mut engines = cell.borrow_mut();

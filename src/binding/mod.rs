@@ -14,4 +14,5 @@ mod hot;
 mod options;
 #[cfg(feature = "probes")]
 mod probes;
+mod retry;
 mod stats;

@@ -6,8 +6,8 @@ use napi::{Error, Result, Status};
 use napi_derive::napi;
 
 use resilix_engine::{
-    Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, PolicyOptions, QueueOptions,
-    RegistryOptions,
+    Algorithm, BreakerOptions, BudgetOptions, BulkheadOptions, LimiterOptions, PolicyOptions,
+    QueueOptions, RegistryOptions,
 };
 
 /// Flat options for one engine. The public, documented shape is `ResilixOptions` in index.d.ts.
@@ -63,6 +63,12 @@ pub struct NativeOptions {
     pub breaker_half_open_probes: Option<f64>,
     /// Maximum concurrent calls per key; absent: no bulkhead.
     pub bulkhead_max_concurrent: Option<f64>,
+    /// The per-key retry budget: default 0.2 (Envoy, failsafe-go, Finagle).
+    pub retry_budget_ratio: Option<f64>,
+    /// Default 3 retries a second (Envoy's and failsafe-go's minimum of 3, as a rate).
+    pub retry_budget_min_per_second: Option<f64>,
+    /// Default 10000 (Finagle's retry budget ttl).
+    pub retry_budget_window_ms: Option<f64>,
     /// Default 1000.
     pub max_keys: Option<f64>,
     /// Default 512 bytes (ours).
@@ -187,4 +193,14 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
         },
         registry,
     ))
+}
+
+/// The retry budget's options (the engine validates their ranges).
+pub(crate) fn to_budget(o: &NativeOptions) -> Result<BudgetOptions> {
+    let d = BudgetOptions::default();
+    Ok(BudgetOptions {
+        ratio: o.retry_budget_ratio.unwrap_or(d.ratio),
+        min_per_second: o.retry_budget_min_per_second.unwrap_or(d.min_per_second),
+        window_ms: int("retryBudget.windowMs", o.retry_budget_window_ms, d.window_ms)?,
+    })
 }

@@ -35,6 +35,10 @@ pub struct NativeStats {
     pub verdicts: NativeVerdictCounts,
     /// Refused calls by reason since the key was created.
     pub rejections: NativeRejectionCounts,
+    /// Retries granted since the key was created.
+    pub retries: f64,
+    /// Retries its retry budget refused since the key was created.
+    pub retry_budget_refusals: f64,
 }
 
 #[napi(object)]
@@ -85,6 +89,8 @@ impl From<KeyStats> for NativeStats {
                 bulkhead: s.rejections[3] as f64,
                 breaker: s.rejections[4] as f64,
             },
+            retries: 0.0,
+            retry_budget_refusals: 0.0,
         }
     }
 }
@@ -93,5 +99,11 @@ impl From<KeyStats> for NativeStats {
 #[napi(catch_unwind)]
 pub fn stats(id: f64, key: String) -> Result<Option<NativeStats>> {
     let t = now();
-    with_engine_id(id, |e| e.stats_by_name(&key, t).map(NativeStats::from))
+    with_engine_id(id, |e| {
+        let mut s = NativeStats::from(e.stats_by_name(&key, t)?);
+        let (retried, refused) = e.retry_counts_by_name(&key).unwrap_or((0, 0));
+        s.retries = retried as f64;
+        s.retry_budget_refusals = refused as f64;
+        Some(s)
+    })
 }

@@ -64,8 +64,43 @@ export interface ExecuteOptions {
    * Overrides the instance's `timeoutMs`; `false` turns it off for this call.
    */
   timeoutMs?: number | false
-  /** Caller cancellation. An aborted call is not an observation for any policy. */
+  /** Caller cancellation. An aborted call is not an observation for any policy, and is never retried. */
   signal?: Signal
+  /**
+   * Retries of this call: `false` none, `true` the instance's policy (or the defaults), an
+   * object laid over the instance's policy. With retries, `timeoutMs` bounds every attempt,
+   * wait and backoff together. Default: the instance's `retry`.
+   */
+  retry?: RetryOptions | boolean
+}
+
+/** The verdicts a retry policy may retry: `answered`, `rejected` and `cancelled` never are. */
+export type RetryableVerdict = 'failure' | 'overload' | 'timeout'
+
+export interface RetryOptions {
+  /** Attempts in all, the first included (1…1000). Default 3 (the AWS SDKs' standard mode; got's 2 retries). */
+  attempts?: number
+  /** The jitter of the exponential backoff: `'full'` (uniform up to the doubling ceiling) or `'decorrelated'` (up to 3 × the previous delay). Default `'full'` (AWS "Exponential Backoff and Jitter"). */
+  backoff?: 'full' | 'decorrelated'
+  /** The backoff's base, ms. Default 25 (Envoy's retry base interval). */
+  baseMs?: number
+  /** The backoff's cap, ms. Default 250 (Envoy's 10 × base). */
+  maxDelayMs?: number
+  /** The verdicts retried. Default `['failure', 'overload', 'timeout']`. */
+  retryOn?: readonly RetryableVerdict[]
+  /** A `Retry-After` hint (seconds or an HTTP-date) waits at most this long, ms; the wait is the longer of the hint and the backoff. Default 60000 (a guess). */
+  maxRetryAfterMs?: number
+  /** Deadline of each attempt, ms, within the call's `timeoutMs`. Default: none (each attempt may use what is left of `timeoutMs`). */
+  attemptTimeoutMs?: number | false
+}
+
+export interface RetryBudgetOptions {
+  /** Retries per key may be at most this fraction of its first attempts within the window. Default 0.2 (Envoy, failsafe-go, Finagle; Google SRE uses 0.1). */
+  ratio?: number
+  /** Plus this many retries a second whatever the traffic, so that low traffic can retry. Default 3 (Envoy's and failsafe-go's minimum of 3, as a rate). */
+  minPerSecond?: number
+  /** The sliding window, ms. Default 10000 (Finagle's retry budget). */
+  windowMs?: number
 }
 
 export interface AcquireOptions {
@@ -164,8 +199,12 @@ export interface ResilixOptions {
   maxKeys?: number
   /** Longest key in UTF-8 bytes; longer keys are refused with a RangeError. Default 512 (ours; a host name is at most 253). */
   maxKeyLength?: number
-  /** Seed of the queue's rejection ramp, for reproducible runs. Default: random per instance. */
+  /** Seed of the queue's rejection ramp and the retry jitter, for reproducible runs. Default: random per instance. */
   seed?: number
+  /** Retries of every `execute()` call: `true` the defaults of `RetryOptions`, an object over them. Default `false`: off (a call may not be safe to repeat). */
+  retry?: RetryOptions | boolean
+  /** The per-key retry budget that every retry must fit in. Default `{ ratio: 0.2, minPerSecond: 3, windowMs: 10000 }`. */
+  retryBudget?: RetryBudgetOptions
 }
 
 export interface KeyStats {
@@ -195,6 +234,10 @@ export interface KeyStats {
   verdicts: Record<Verdict | 'cancelled', number>
   /** Calls refused by our own policies, by reason, since the key was created. */
   rejections: Record<Exclude<RejectReason, 'registry'>, number>
+  /** Retries made on this key since it was created. */
+  retries: number
+  /** Retries its retry budget refused since the key was created (the call ended with its last attempt's outcome). */
+  retryBudgetRefusals: number
 }
 
 export interface Permit {
@@ -228,6 +271,16 @@ export interface RejectEvent {
   key: string
   reason: RejectReason
 }
+export interface RetryEvent {
+  key: string
+  /** The attempt about to start: 2 for the first retry. */
+  attempt: number
+  /** The wait before it, ms: the longer of the backoff and a `Retry-After` hint. */
+  delayMs: number
+  /** The verdict of the attempt that is retried. */
+  reason: RetryableVerdict
+}
+
 export interface EvictEvent {
   /** The idle key dropped from the registry to make room for a new one. */
   key: string
@@ -282,11 +335,12 @@ export declare class Resilix {
    */
   constructor(options?: ResilixOptions)
   /**
-   * Runs `fn` under the key's policies: breaker → limiter (+ queue) → bulkhead → timeout.
-   * Resolves or rejects with exactly what `fn` did. Never throws synchronously: every failure
-   * below is a rejected promise.
+   * Runs `fn` under the key's policies: retry → breaker → limiter (+ queue) → bulkhead →
+   * timeout. Resolves or rejects with exactly what `fn`'s last attempt did (`attemptsOf` tells
+   * how many were made). Never throws synchronously: every failure below is a rejected promise.
    * @throws {RejectedError} one of resilix's own policies refused the call (`reason`); `fn` never ran.
-   * @throws {TimeoutError} the deadline passed (`queued`: while the call waited, `fn` never ran).
+   * @throws {TimeoutError} the deadline passed (`queued`: while the call waited, `fn` never ran),
+   *   or a `Retry-After` hint is longer than what is left of it (`retryAfterMs`, `cause` the last attempt's outcome).
    * @throws the caller's `signal.reason` when that signal aborted.
    * @throws {TypeError} `fn` is not a function, an option has the wrong type or is unknown, or the key is not a string.
    * @throws {RangeError} `timeoutMs` out of range, or a key longer than `maxKeyLength`.
@@ -318,6 +372,8 @@ export declare class Resilix {
   onReject(listener: (event: RejectEvent) => void): Subscription
   /** Subscribes to key evictions from the registry. @throws {TypeError} when `listener` is not a function. */
   onEvict(listener: (event: EvictEvent) => void): Subscription
+  /** Subscribes to retries, each before its wait. @throws {TypeError} when `listener` is not a function. */
+  onRetry(listener: (event: RetryEvent) => void): Subscription
   /** The registry's counters: live keys, refused new keys, evictions. */
   registryStats(): RegistryStats
   /** Frees the native state now: waiting calls reject (`code: 'ERR_RESILIX_CLOSED'`), running calls finish, later calls reject. Idempotent. */
@@ -345,6 +401,8 @@ export declare class TimeoutError extends Error {
   readonly timeoutMs: number
   /** True when the deadline passed while the call waited in the queue (fn never ran). */
   readonly queued: boolean
+  /** Set when a `Retry-After` hint (capped by `maxRetryAfterMs`) was longer than what was left of the deadline: the hint, ms. */
+  readonly retryAfterMs?: number
 }
 
 /**
@@ -366,6 +424,12 @@ export declare function isTimeoutError(e: unknown): e is TimeoutError | CausedBy
 export declare function findRejectedError(e: unknown): RejectedError | undefined
 /** `e` if it is a `TimeoutError`, else the first one in its `cause` chain; `undefined` if none. */
 export declare function findTimeoutError(e: unknown): TimeoutError | undefined
+/**
+ * How many attempts the retrying `execute()` call that produced `x` made: `x` is the value it
+ * resolved with or the error it rejected with. `undefined` when that call succeeded at its first
+ * attempt, had no retry policy, or `x` is not an object (a thrown string).
+ */
+export declare function attemptsOf(x: unknown): number | undefined
 
 // Only the declarations above marked `export` are the package's types.
 export {}

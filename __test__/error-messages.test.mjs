@@ -32,7 +32,7 @@ test('an unknown option suggests the name resilix uses, for other libraries\' na
 
 test('unknown execute, acquire and interceptor options suggest too', async () => {
   const rx = new Resilix()
-  await rejectsWith(rx.execute(() => 1, { timeout: 100 }), TypeError, /unknown execute option timeout \(execute takes key, timeoutMs, signal\): did you mean timeoutMs\?/)
+  await rejectsWith(rx.execute(() => 1, { timeout: 100 }), TypeError, /unknown execute option timeout \(execute takes key, timeoutMs, signal, retry\): did you mean timeoutMs\?/)
   await rejectsWith(rx.acquire('k', { timeout: 100 }), TypeError, /unknown acquire option timeout .*did you mean timeoutMs\?/)
   throwsWith(() => interceptor(rx, { bodyTimeout: 5 }), TypeError, /unknown interceptor option bodyTimeout: did you mean bodyTimeoutMs\?/)
   throwsWith(() => interceptor(rx, { headersTimeout: 5 }), TypeError, /did you mean timeoutMs\? \(it runs to the response headers/)

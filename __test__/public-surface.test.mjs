@@ -49,7 +49,7 @@ test('an unknown execute option rejects, naming it, as an unknown constructor op
   let ran = false
   const p = rx.execute(() => (ran = true), { key: 'k', tiemout: 5 })
   assert.ok(p instanceof Promise, 'a rejected promise, not a synchronous throw')
-  await assert.rejects(p, (e) => e instanceof TypeError && /unknown execute option tiemout \(execute takes key, timeoutMs, signal\)/.test(e.message))
+  await assert.rejects(p, (e) => e instanceof TypeError && /unknown execute option tiemout \(execute takes key, timeoutMs, signal, retry\)/.test(e.message))
   assert.equal(ran, false)
   assert.equal(rx.stats('k'), undefined, 'nothing was acquired')
   await assert.rejects(rx.acquire('k', { key: 'k' }), /unknown acquire option key \(acquire takes timeoutMs, signal\)/)

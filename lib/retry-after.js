@@ -1,5 +1,5 @@
 'use strict'
-// Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP-date, read from what an attempt
+// Retry-After (RFC 9110): delay-seconds or an HTTP-date, read from what an attempt
 // produced: a fetch Response (`headers.get`), an undici result (`headers['retry-after']`), or
 // an error that carries either (`err.response`, `err.headers`). The value is untrusted: any
 // throw while reading it is no hint.

@@ -124,6 +124,7 @@ async function runRetrying(rx, ks, fn, policy, timeoutMs, signal, p) {
     lastOk = ok
     last = x
     rx._events.retrying(ks.name, attempts + 1, d, verdict)
+    if (rx._closed) throw ended(closedError('a call'), attempts) // by a listener
     await backoff(rx, d, signal).catch((err) => {
       throw ended(err, attempts)
     })

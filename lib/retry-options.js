@@ -139,11 +139,11 @@ const perCall = new WeakMap()
  * A call's `retry` option over the instance's policy (`base`, null when off): null for
  * `false`, the instance's (or the defaults) for `true`, an object laid over it.
  */
-function callRetry(v, base) {
+function callRetry(v, base, what = 'execute option retry') {
   if (v === false) return null
   if (v === true) return base ?? DEFAULT_POLICY
   if (v === null || typeof v !== 'object' || Array.isArray(v)) {
-    throw typeError(`execute option retry must be true, false or an object { attempts, backoff, baseMs, maxDelayMs, retryOn, maxRetryAfterMs, attemptTimeoutMs }, got ${describe(v)}`)
+    throw typeError(`${what} must be true, false or an object { attempts, backoff, baseMs, maxDelayMs, retryOn, maxRetryAfterMs, attemptTimeoutMs }, got ${describe(v)}`)
   }
   const b = base ?? DEFAULT_POLICY
   let byBase = perCall.get(v)

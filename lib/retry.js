@@ -113,10 +113,7 @@ async function runRetrying(rx, ks, fn, policy, timeoutMs, signal, p) {
 
     const hint = retryAfterOf(x)
     const left = timeoutMs === undefined ? -1 : Math.max(0, timeoutMs - (native.nowMs() - t0))
-    const d = native.retryDecide(
-      ks.handle, attempts, verdict, hint === undefined ? -1 : hint, left, delay,
-      policy.attempts, policy.baseMs, policy.maxDelayMs, policy.decorrelated, policy.retryOn, policy.maxRetryAfterMs,
-    )
+    const d = decide(ks, attempts, verdict, hint, left, delay, policy)
     if (d < 0) {
       if (d === RETRY_AFTER_REFUSED) throw ended(retryAfterError(ks.name, timeoutMs, Math.min(hint, policy.maxRetryAfterMs), left, x), attempts)
       return settleWith(ok, x, attempts)
@@ -134,6 +131,17 @@ async function runRetrying(rx, ks, fn, policy, timeoutMs, signal, p) {
     p = rx._acquire(ks, budget)
     if (rx._closed) throw ended(closedError('a call'), attempts) // by a listener
   }
+}
+
+/**
+ * The engine's answer for a settled attempt: the delay in ms before the next, or a refusal
+ * (< 0; RETRY_AFTER_REFUSED: the hint is beyond the deadline). `leftMs`: -1 for no deadline.
+ */
+function decide(ks, attempts, verdict, hintMs, leftMs, previousDelayMs, policy) {
+  return native.retryDecide(
+    ks.handle, attempts, verdict, hintMs === undefined ? -1 : hintMs, leftMs, previousDelayMs,
+    policy.attempts, policy.baseMs, policy.maxDelayMs, policy.decorrelated, policy.retryOn, policy.maxRetryAfterMs,
+  )
 }
 
 /** The call's final error, its attempts recorded. */
@@ -157,7 +165,7 @@ function retryAfterError(key, timeoutMs, hintMs, leftMs, cause) {
     `to wait ${Math.round(hintMs)} ms (Retry-After) and ${Math.round(leftMs)} ms are left`
   /** The wait the upstream asked for, capped by maxRetryAfterMs. */
   e.retryAfterMs = hintMs
-  e.cause = cause
+  if (cause !== undefined) e.cause = cause
   return e
 }
 
@@ -203,4 +211,4 @@ function backoff(rx, ms, signal) {
   })
 }
 
-module.exports = { runRetrying, attemptsOf, Backoff }
+module.exports = { runRetrying, attemptsOf, Backoff, decide, retryAfterError, RETRY_AFTER_REFUSED }

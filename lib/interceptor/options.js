@@ -6,7 +6,12 @@ const { timeoutOption, describe, isResilix } = require('../options')
 const { didYouMean } = require('../suggest')
 const { isUrl } = require('../keys')
 
-const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify'])
+const { callRetry } = require('../retry-options')
+
+const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'retry', 'retryMethods'])
+
+/** The methods RFC 9110 defines as idempotent: the only ones retried unless told otherwise. */
+const IDEMPOTENT = ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']
 
 /**
  * How long a response body may go without delivering a chunk before it is aborted and its slot
@@ -44,7 +49,7 @@ function originKey(opts) {
 
 /**
  * Validates the interceptor's arguments and returns the settings every request reads:
- * `{ rx, keyOf, timeoutMs, bodyTimeoutMs, classify }`.
+ * `{ rx, keyOf, timeoutMs, bodyTimeoutMs, classify, retry, retryMethods }`.
  */
 function interceptorSettings(rx, options) {
   if (!isResilix(rx)) {
@@ -87,7 +92,18 @@ function interceptorSettings(rx, options) {
   const bodyTimeoutMs =
     options.bodyTimeoutMs !== undefined ? timeoutOption('bodyTimeoutMs', options.bodyTimeoutMs) : BODY_TIMEOUT_MS
 
-  return { rx, keyOf, timeoutMs, bodyTimeoutMs, classify }
+  // As for execute(): the instance's retry policy unless the interceptor sets its own.
+  const retry = options.retry === undefined ? rx._retry : callRetry(options.retry, rx._retry, 'interceptor option retry')
+  let retryMethods = IDEMPOTENT
+  if (options.retryMethods !== undefined) {
+    const m = options.retryMethods
+    if (!Array.isArray(m) || !m.every((x) => typeof x === 'string' && x.length > 0)) {
+      throw new TypeError(`resilix/undici: option retryMethods must be an array of HTTP method names, got ${describe(m)}`)
+    }
+    retryMethods = m.map((x) => x.toUpperCase())
+  }
+
+  return { rx, keyOf, timeoutMs, bodyTimeoutMs, classify, retry, retryMethods: new Set(retryMethods) }
 }
 
-module.exports = { interceptorSettings, BODY_TIMEOUT_MS }
+module.exports = { interceptorSettings, BODY_TIMEOUT_MS, IDEMPOTENT }

@@ -11,11 +11,15 @@
 const { TimeoutError } = require('../errors')
 const V = require('../verdicts')
 const { describe } = require('../options')
+const { decide, retryAfterError, RETRY_AFTER_REFUSED } = require('../retry')
+const { retryAfterOf } = require('../retry-after')
+const { closedError } = require('../lifetime')
 
 const WAITING = 0 // for a permit
 const SENT = 1 // dispatched, no final response headers yet
 const BODY = 2 // final headers arrived, body flowing
 const DONE = 3 // the caller has had its last callback
+const BACKOFF = 4 // between two attempts (retry): no permit held, nothing dispatched
 
 const now = () => performance.now()
 
@@ -94,6 +98,13 @@ class ResilientRequest {
     this.t0 = now()
     this.lastData = 0
     this.classifyError = undefined
+    // Retry (ADR 0903): the policy when this request may be retried, else null.
+    this.policy = null
+    this.attempts = 0
+    this.gen = 0 // bumped when an attempt is abandoned: its callbacks are stale from then on
+    this.delay = 0
+    this.overall = true // the running attempt's timer is the request's own deadline
+    this.backoff = null
   }
 
   start() {
@@ -115,10 +126,19 @@ class ResilientRequest {
       return
     }
     if (this.state === DONE) return // aborted inside onRequestStart
+    if (this.s.retry !== null) this.policy = retryPolicy(this.s, this.opts, this.handler)
+    if (this.policy !== null) {
+      // An undici retry interceptor composed inside this one must not retry too (ADR 0903).
+      this.opts = { ...this.opts, retryOptions: { ...this.opts.retryOptions, maxRetries: 0 } }
+    }
+    this.acquire(this.s.timeoutMs)
+  }
+
+  acquire(timeoutMs) {
     this.wait = new AbortController()
     let waiting
     try {
-      waiting = this.s.rx.acquire(this.key, { timeoutMs: this.s.timeoutMs, signal: this.wait.signal })
+      waiting = this.s.rx.acquire(this.key, { timeoutMs, signal: this.wait.signal })
     } catch (err) {
       this.refused(err) // acquire answers with a rejected promise; a throw is treated alike
       return
@@ -135,15 +155,25 @@ class ResilientRequest {
       return
     }
     this.permit = permit
+    this.released = false
     this.wait = null
     this.state = SENT
-    if (this.s.timeoutMs !== undefined) {
-      const left = this.s.timeoutMs - (now() - this.t0)
-      this.timer = setTimeout(onTimer, Math.max(1, left), this)
+    this.attempts++
+    let ms = this.s.timeoutMs === undefined ? undefined : this.s.timeoutMs - (now() - this.t0)
+    this.overall = true
+    const per = this.policy?.attemptTimeoutMs
+    if (per !== undefined && (ms === undefined || per < ms)) {
+      ms = per
+      this.overall = false
+    }
+    if (ms !== undefined) {
+      this.timer = setTimeout(onTimer, Math.max(1, ms), this)
       this.timer.unref()
     }
     try {
-      this.dispatch(this.opts, this)
+      // A retried request's attempts each get their own handler: callbacks of an abandoned
+      // attempt are told apart and dropped.
+      this.dispatch(this.opts, this.policy === null ? this : new Attempt(this))
     } catch (err) {
       this.endVerdict = 'rejected' // refused before anything was sent
       this.onResponseError(null, err)
@@ -188,6 +218,7 @@ class ResilientRequest {
         this.abortWith(this.classifyError, verdict)
         return
       }
+      if (this.policy !== null && this.retried(verdict, { headers })) return
       this.verdict = verdict
       this.state = BODY
       if (this.s.bodyTimeoutMs !== undefined) {
@@ -226,6 +257,7 @@ class ResilientRequest {
       if (err !== null && typeof err === 'object' && LOCAL_ERRORS.has(err.code)) verdict = 'rejected'
       else verdict = this.errorVerdict(err)
       if (this.classifyError !== undefined) err = this.classifyError
+      else if (this.policy !== null && this.state === SENT && this.retried(verdict, err)) return
     }
     this.state = DONE
     this.settle(verdict)
@@ -235,6 +267,10 @@ class ResilientRequest {
   // ---- ends ----------------------------------------------------------------------------------
 
   callerAborted(reason) {
+    if (this.state === BACKOFF) {
+      this.endBackoff(reason)
+      return
+    }
     if (this.state === WAITING) {
       this.state = DONE
       this.wait?.abort(reason) // leaves resilix's queue; its rejection is ignored (refused)
@@ -250,7 +286,10 @@ class ResilientRequest {
   /** Our deadline or body bound passed. */
   expired() {
     if (this.state === SENT) {
-      this.abortWith(new TimeoutError(this.key, this.s.timeoutMs, false), 'timeout')
+      // An attempt's own deadline (attemptTimeoutMs) may be retried; the request's may not.
+      if (!this.overall && this.retried('timeout', undefined)) return
+      const ms = this.overall ? this.s.timeoutMs : this.policy.attemptTimeoutMs
+      this.abortWith(new TimeoutError(this.key, ms, false), 'timeout')
     } else if (this.state === BODY) {
       const idle = now() - this.lastData
       if (idle < this.s.bodyTimeoutMs) {
@@ -278,6 +317,70 @@ class ResilientRequest {
       this.settle(verdict)
       deliverError(this, reason)
     }
+  }
+
+  // ---- retry ---------------------------------------------------------------------------------
+
+  /**
+   * The running attempt ended with `verdict` (`x`: what carries a Retry-After hint): true when
+   * it is retried, the attempt abandoned and its permit settled; false when the caller is to get
+   * this outcome. A hint beyond the deadline ends the request with its TimeoutError (true).
+   */
+  retried(verdict, x) {
+    if (this.controller._aborted) return false
+    const code = V.codeOf(verdict)
+    if (code === undefined) return false
+    const hint = retryAfterOf(x)
+    const timeoutMs = this.s.timeoutMs
+    const left = timeoutMs === undefined ? -1 : Math.max(0, timeoutMs - (now() - this.t0))
+    const d = decide(this.permit._ks, this.attempts, code, hint, left, this.delay, this.policy)
+    if (d === RETRY_AFTER_REFUSED) {
+      this.abortWith(retryAfterError(this.key, timeoutMs, Math.min(hint, this.policy.maxRetryAfterMs), left, undefined), verdict)
+      return true
+    }
+    if (d < 0) return false
+    this.clearTimer()
+    this.settle(verdict)
+    const down = this.down
+    this.down = null
+    this.state = BACKOFF
+    this.gen++ // the abandoned attempt's callbacks are dropped from here (Attempt)
+    if (down !== null) down.abort(new Error('resilix/undici: attempt abandoned for a retry'))
+    const rx = this.s.rx
+    rx._events.retrying(this.key, this.attempts + 1, d, code)
+    if (this.state !== BACKOFF) return true // a listener aborted the request
+    if (rx._closed) {
+      this.endBackoff(closedError('a request waiting to retry'))
+      return true
+    }
+    this.delay = d
+    this.backoff = new RequestBackoff(this, d)
+    return true
+  }
+
+  /** The backoff ended: the next attempt waits for its own permit within what is left. */
+  nextAttempt() {
+    this.backoff = null
+    this.state = WAITING
+    this.permit = null
+    let left
+    if (this.s.timeoutMs !== undefined) {
+      left = this.s.timeoutMs - (now() - this.t0)
+      if (left <= 0) {
+        this.state = DONE
+        deliverError(this, new TimeoutError(this.key, this.s.timeoutMs, false))
+        return
+      }
+    }
+    this.acquire(left)
+  }
+
+  /** The caller aborted, or close(), between two attempts. */
+  endBackoff(err) {
+    if (this.backoff !== null) this.backoff.cancel()
+    this.backoff = null
+    this.state = DONE
+    deliverError(this, err)
   }
 
   // ---- verdicts ------------------------------------------------------------------------------
@@ -321,6 +424,80 @@ class ResilientRequest {
       clearTimeout(this.timer)
       this.timer = null
     }
+  }
+}
+
+/** Whether a request may be retried: its policy, or null (ADR 0903). */
+function retryPolicy(s, opts, handler) {
+  if (!s.retryMethods.has(String(opts.method).toUpperCase())) return null
+  // A body that cannot be sent twice (a stream, an async iterable, FormData) is never retried.
+  const b = opts.body
+  if (b !== undefined && b !== null && typeof b !== 'string' && !(b instanceof Uint8Array)) return null
+  // undici's retry interceptor composed outside this one owns retrying: one layer retries.
+  if (handler.retryOpts !== null && typeof handler.retryOpts === 'object') return null
+  return s.retry
+}
+
+/** The handler of one attempt of a retried request: it forwards while its attempt is current. */
+class Attempt {
+  constructor(req) {
+    this.req = req
+    this.gen = req.gen
+  }
+
+  get current() {
+    return this.req.gen === this.gen
+  }
+
+  onRequestStart(controller, context) {
+    if (this.current) this.req.onRequestStart(controller, context)
+    else controller.abort(new Error('resilix/undici: attempt abandoned for a retry'))
+  }
+
+  onResponseStarted() {
+    if (this.current) this.req.onResponseStarted()
+  }
+
+  onRequestUpgrade(controller, statusCode, headers, socket) {
+    if (this.current) this.req.onRequestUpgrade(controller, statusCode, headers, socket)
+  }
+
+  onResponseStart(controller, statusCode, headers, statusMessage) {
+    if (this.current) return this.req.onResponseStart(controller, statusCode, headers, statusMessage)
+  }
+
+  onResponseData(controller, chunk) {
+    if (this.current) return this.req.onResponseData(controller, chunk)
+  }
+
+  onResponseEnd(controller, trailers) {
+    if (this.current) this.req.onResponseEnd(controller, trailers)
+  }
+
+  onResponseError(controller, err) {
+    if (this.current) this.req.onResponseError(controller, err)
+  }
+}
+
+/** The wait between two attempts; close() ends it (it is one of the instance's backoffs). */
+class RequestBackoff {
+  constructor(req, ms) {
+    this.req = req
+    this.timer = setTimeout(() => {
+      req.s.rx._backoffs.delete(this)
+      req.nextAttempt()
+    }, ms)
+    req.s.rx._backoffs.add(this)
+  }
+
+  cancel() {
+    clearTimeout(this.timer)
+    this.req.s.rx._backoffs.delete(this)
+  }
+
+  /** close(). */
+  abort(err) {
+    this.req.endBackoff(err)
   }
 }
 

@@ -1,7 +1,7 @@
 // resilix/undici: resilix as an undici interceptor. Needs undici 7 or newer (an optional peer
 // dependency: only this entry point's users need it).
 import type { Dispatcher } from 'undici'
-import type { Resilix, Verdict } from './index.js'
+import type { Resilix, RetryOptions, Verdict } from './index.js'
 
 /** A response or a failed request, as the interceptor's `classify` sees it. */
 export type ResponseOutcome =
@@ -34,6 +34,16 @@ export interface InterceptorOptions {
    * Called at the response headers, or with the error of a request that failed before them.
    */
   classify?: (outcome: ResponseOutcome) => Verdict | undefined
+  /**
+   * Retries of requests through this interceptor: `false` none, `true` the instance's policy (or
+   * the defaults), an object laid over it. Only methods in `retryMethods` are retried, never a
+   * request whose body is a stream (the first attempt consumed it). `timeoutMs` then bounds every
+   * attempt and backoff. An undici retry interceptor composed inside this one is told not to
+   * retry; composed outside, it owns retrying. Default: the instance's `retry`.
+   */
+  retry?: RetryOptions | boolean
+  /** The methods that may be retried. Default `['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']` (idempotent in RFC 9110). */
+  retryMethods?: readonly string[]
 }
 
 /**

@@ -1,6 +1,7 @@
 // Every option default is written in four places: the engine's `Default` impls
-// (engine/src/options.rs, the values that run), the `///` docs of the binding's NativeOptions
-// (src/binding/options.rs), the "Default …" of index.d.ts, and the README's Options table.
+// (engine/src/options.rs and engine/src/retry.rs, the values that run), the `///` docs of the
+// binding's NativeOptions (src/binding/options.rs), the "Default …" of index.d.ts, and the
+// README's Options table; the retry policy's also in lib/retry-options.js, which runs them.
 // These tests hold the four equal, and check what the built addon exposes at run time against
 // the engine's values, so that a default changed in one place fails here until every place says
 // the same. The interceptor's one default (bodyTimeoutMs) is held the same way.
@@ -9,7 +10,10 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
 import { Resilix } from '../index.js'
+
+const { DEFAULTS: RETRY_DEFAULTS } = createRequire(import.meta.url)('../lib/retry-options.js')
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const read = (f) => readFileSync(join(root, f), 'utf8')
@@ -23,7 +27,29 @@ function rustValue(v) {
   return alg ? alg[1].toLowerCase() : undefined
 }
 
-/** The engine's defaults, from the `impl Default for …` bodies of engine/src/options.rs. */
+/**
+ * The retry defaults of engine/src/retry.rs: the budget's (`retryBudget.`) and the policy's
+ * (`retry.`, whose times are `N * NANOS_PER_MS` and whose names are the JS options').
+ */
+function retryDefaults(text = read('engine/src/retry.rs')) {
+  const out = {}
+  const body = (struct) => {
+    const m = new RegExp(`impl Default for ${struct} \\{[\\s\\S]*?${struct} \\{([\\s\\S]*?)\\n\\s*\\}`).exec(text)
+    assert.ok(m, `engine/src/retry.rs has impl Default for ${struct}`)
+    return [...m[1].matchAll(/^\s*(\w+):\s*([^,\n]+),?\s*$/gm)]
+  }
+  for (const [, k, v] of body('BudgetOptions')) out[`retryBudget.${camel(k)}`] = rustValue(v)
+  const names = { max_attempts: 'attempts', base_ns: 'baseMs', max_delay_ns: 'maxDelayMs', max_retry_after_ns: 'maxRetryAfterMs', jitter: 'backoff' }
+  for (const [, k, v] of body('RetryPolicy')) {
+    if (!(k in names)) continue
+    const ms = /^([\d_]+) \* NANOS_PER_MS$/.exec(v.trim())
+    const jitter = /^Jitter::(\w+)$/.exec(v.trim())
+    out[`retry.${names[k]}`] = ms ? Number(ms[1].replace(/_/g, '')) : jitter ? jitter[1].toLowerCase() : rustValue(v)
+  }
+  return out
+}
+
+/** The engine's defaults, from the `impl Default for …` bodies of engine/src/options.rs and retry.rs. */
 function engineDefaults(text = read('engine/src/options.rs')) {
   const prefixes = { LimiterOptions: '', QueueOptions: 'queue.', BreakerOptions: 'breaker.', RegistryOptions: '' }
   const out = {}
@@ -35,7 +61,7 @@ function engineDefaults(text = read('engine/src/options.rs')) {
       if (value !== undefined && f[1] !== 'clock_offset_ns') out[prefix + camel(f[1])] = value
     }
   }
-  return out
+  return { ...out, ...retryDefaults() }
 }
 
 /** "Default N" (or "'vegas' (default)") in the `///` docs of the binding's NativeOptions. */
@@ -45,7 +71,7 @@ function bindingDefaults(text = read('src/binding/options.rs')) {
   const out = {}
   for (const f of m[1].matchAll(/((?:\s*\/\/\/[^\n]*\n)+)\s*pub (\w+):/g)) {
     const doc = f[1]
-    const name = camel(f[2]).replace(/^(queue|breaker|bulkhead)([A-Z])/, (_, p, c) => `${p}.${c.toLowerCase()}`)
+    const name = camel(f[2]).replace(/^(queue|breaker|bulkhead|retryBudget)([A-Z])/, (_, p, c) => `${p}.${c.toLowerCase()}`)
     const d = /Default (-?[\d.]+)\b/.exec(doc)
     if (d) out[name] = Number(d[1])
     const s = /'(\w+)' \(default\)/.exec(doc)
@@ -56,7 +82,7 @@ function bindingDefaults(text = read('src/binding/options.rs')) {
 
 /** "Default N" / "Default `'x'`" of every documented property of index.d.ts's option interfaces. */
 function dtsDefaults(text = read('index.d.ts')) {
-  const ifaces = { ResilixOptions: '', QueueOptions: 'queue.', BreakerOptions: 'breaker.', BulkheadOptions: 'bulkhead.' }
+  const ifaces = { ResilixOptions: '', QueueOptions: 'queue.', BreakerOptions: 'breaker.', BulkheadOptions: 'bulkhead.', RetryOptions: 'retry.', RetryBudgetOptions: 'retryBudget.' }
   const out = {}
   for (const [iface, prefix] of Object.entries(ifaces)) {
     const m = new RegExp(`export interface ${iface} \\{([\\s\\S]*?)\\n\\}`).exec(text)
@@ -108,6 +134,14 @@ test('every option default agrees across the engine, the binding docs, index.d.t
     }
   }
   assert.deepEqual(wrong, [])
+})
+
+test("the retry policy the JS layer runs has the engine's defaults", () => {
+  const engine = retryDefaults()
+  for (const k of ['attempts', 'baseMs', 'maxDelayMs', 'maxRetryAfterMs', 'backoff']) {
+    assert.equal(RETRY_DEFAULTS[k], engine[`retry.${k}`], `retry.${k}`)
+  }
+  assert.deepEqual([...RETRY_DEFAULTS.retryOn], ['failure', 'overload', 'timeout'])
 })
 
 test('the built addon runs with the engine defaults the sources state', async () => {

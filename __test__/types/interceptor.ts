@@ -16,6 +16,9 @@ const pool = new Pool('http://127.0.0.1:1').compose(
 )
 const byHost: InterceptorOptions = { key: (opts) => String(opts.origin) }
 new Agent().compose(interceptor(rx, byHost), interceptor(rx))
+new Agent().compose(interceptor(rx, { retry: { attempts: 2, retryOn: ['overload'] }, retryMethods: ['GET', 'PUT'] }))
+// @ts-expect-error: retryMethods is a list of method names
+interceptor(rx, { retryMethods: 'GET' })
 
 // @ts-expect-error: unknown interceptor option
 interceptor(rx, { bodyTimeout: 5 })

@@ -1,7 +1,7 @@
 // Type-checked by `npm test` (tsc --noEmit, strict). Each @ts-expect-error line must be an error:
 // if the typings ever accept it, tsc fails on the unused directive.
-import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } from '../../index.js'
-import type { KeyStats, Verdict, ResilixOptions, Permit, Subscription } from '../../index.js'
+import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError, attemptsOf } from '../../index.js'
+import type { KeyStats, Verdict, ResilixOptions, Permit, Subscription, RetryOptions, RetryEvent } from '../../index.js'
 
 const rx = new Resilix({
   algorithm: 'gradient2',
@@ -57,6 +57,24 @@ async function main(): Promise<void> {
   }
   const v: Verdict = 'answered'
   console.log(n, str, limit, all, keys, v)
+  // Retry: instance-wide and per call, its event, its stats, the attempts of an outcome.
+  const retrying = new Resilix({ retry: { attempts: 4, backoff: 'decorrelated', retryOn: ['overload', 'timeout'], attemptTimeoutMs: 500 }, retryBudget: { ratio: 0.1 } })
+  const policy: RetryOptions = { baseMs: 50, maxDelayMs: 1000, maxRetryAfterMs: 10_000 }
+  await retrying.execute(() => 1, { key: 'k', timeoutMs: 2000, retry: policy })
+  await retrying.execute(() => 1, { retry: false })
+  retrying.onRetry((e: RetryEvent) => {
+    const r: 'failure' | 'overload' | 'timeout' = e.reason
+    console.log(e.key, e.attempt, e.delayMs, r)
+  })
+  const retried: number | undefined = retrying.stats('k')?.retries
+  const refusedByBudget: number | undefined = retrying.stats('k')?.retryBudgetRefusals
+  const attempts: number | undefined = attemptsOf(new Error('x'))
+  const hinted: number | undefined = new TimeoutError('k', 1).retryAfterMs
+  console.log(retried, refusedByBudget, attempts, hinted)
+  // @ts-expect-error 'answered' is never retried
+  new Resilix({ retry: { retryOn: ['answered'] } })
+  // @ts-expect-error the jitter is 'full' or 'decorrelated'
+  new Resilix({ retry: { backoff: 'exponential' } })
 
   // A subscription is Disposable: `using` ends it with the block.
   {

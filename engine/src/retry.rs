@@ -251,7 +251,11 @@ impl RetryBudget {
 /// for any input: the exponent stops growing long before a double could overflow (cockatiel
 /// #86: NaN after 1 025 attempts).
 pub fn backoff_ns(policy: &RetryPolicy, retry: u32, previous_ns: u64, u: f64) -> u64 {
-    let u = if u.is_finite() { u.clamp(0.0, 1.0) } else { 0.0 };
+    let u = if u.is_finite() {
+        u.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let cap = policy.max_delay_ns as f64;
     let base = (policy.base_ns as f64).min(cap);
     let d = match policy.jitter {
@@ -336,7 +340,9 @@ pub struct KeyView {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
     /// Retry after this delay.
-    Retry { delay_ns: u64 },
+    Retry {
+        delay_ns: u64,
+    },
     Stop(Refusal),
 }
 

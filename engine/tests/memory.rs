@@ -7,8 +7,7 @@ use std::cell::Cell;
 
 use resilix_engine::retry::Settled;
 use resilix_engine::{
-    Acquired, Engine, PolicyOptions, PolicySet, RegistryOptions, RetryPolicy, Verdict,
-    NANOS_PER_MS,
+    Acquired, Engine, PolicyOptions, PolicySet, RegistryOptions, RetryPolicy, Verdict, NANOS_PER_MS,
 };
 
 struct Bytes;
@@ -60,7 +59,9 @@ fn engine_memory_per_key_is_at_most_2_kib() {
 fn a_key_that_retries_holds_at_most_256_bytes_more() {
     let (total, per_key) = measure(true);
     assert!(per_key <= 2048.0 + 256.0, "{per_key:.0} bytes per key");
-    println!("engine memory with retries: {total} bytes for {KEYS} keys = {per_key:.0} bytes per key");
+    println!(
+        "engine memory with retries: {total} bytes for {KEYS} keys = {per_key:.0} bytes per key"
+    );
 }
 
 /// (bytes, bytes per key) held by an engine whose keys ran a few calls; `retry`: each key's

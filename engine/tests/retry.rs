@@ -88,8 +88,14 @@ fn decorrelated_jitter_grows_from_the_previous_delay() {
         ..RetryPolicy::default()
     };
     // u = 1: three times the previous delay, capped.
-    assert_eq!(backoff_ns(&p, 2, 40 * NANOS_PER_MS, 1.0), 120 * NANOS_PER_MS);
-    assert_eq!(backoff_ns(&p, 2, 200 * NANOS_PER_MS, 1.0), 250 * NANOS_PER_MS);
+    assert_eq!(
+        backoff_ns(&p, 2, 40 * NANOS_PER_MS, 1.0),
+        120 * NANOS_PER_MS
+    );
+    assert_eq!(
+        backoff_ns(&p, 2, 200 * NANOS_PER_MS, 1.0),
+        250 * NANOS_PER_MS
+    );
 }
 
 #[test]
@@ -115,7 +121,15 @@ fn only_failure_overload_and_timeout_are_ever_retried() {
     };
     let mut b = RetryBudget::new(T0, 0);
     assert_eq!(
-        decide(&only_overload, &mut b, &o, &settled(1, Verdict::Failure), view(0), T0, 0.5),
+        decide(
+            &only_overload,
+            &mut b,
+            &o,
+            &settled(1, Verdict::Failure),
+            view(0),
+            T0,
+            0.5
+        ),
         Decision::Stop(Refusal::NotRetryable)
     );
 }
@@ -304,7 +318,9 @@ fn the_engine_counts_first_attempts_from_the_keys_settled_calls() {
     let p = RetryPolicy::default();
     // The budget starts empty on first use: no retry yet.
     call(&mut e, h, Verdict::Failure, ms(0));
-    let d = e.retry(h, &p, &settled(1, Verdict::Failure), ms(2)).unwrap();
+    let d = e
+        .retry(h, &p, &settled(1, Verdict::Failure), ms(2))
+        .unwrap();
     assert_eq!(d, Decision::Stop(Refusal::Budget));
     // 10 successful calls later (and 10 failing ones, under the breaker's minimum): 20 first
     // attempts. Retries granted count against the budget before they settle (none settles
@@ -334,7 +350,12 @@ fn an_open_breaker_ends_the_retries_through_the_engine() {
     for i in 0..5 {
         call(&mut e, h, Verdict::Failure, ms(i));
     }
-    let d = e.retry(h, &RetryPolicy::default(), &settled(1, Verdict::Failure), ms(10));
+    let d = e.retry(
+        h,
+        &RetryPolicy::default(),
+        &settled(1, Verdict::Failure),
+        ms(10),
+    );
     assert_eq!(d.unwrap(), Decision::Stop(Refusal::BreakerOpen));
 }
 
@@ -351,12 +372,22 @@ fn a_key_evicted_for_another_leaves_no_budget_behind() {
     .unwrap();
     let a = e.resolve("a", T0).unwrap().handle;
     call(&mut e, a, Verdict::Failure, ms(0));
-    let _ = e.retry(a, &RetryPolicy::default(), &settled(1, Verdict::Failure), ms(2));
+    let _ = e.retry(
+        a,
+        &RetryPolicy::default(),
+        &settled(1, Verdict::Failure),
+        ms(2),
+    );
     assert_eq!(e.retry_counts(a).unwrap(), (1, 0));
     let b = e.resolve("b", ms(3)).unwrap().handle;
     assert!(e.retry_counts(a).is_err(), "a's handle is stale");
     assert_eq!(e.retry_counts(b).unwrap(), (0, 0));
     call(&mut e, b, Verdict::Failure, ms(4));
-    let _ = e.retry(b, &RetryPolicy::default(), &settled(1, Verdict::Failure), ms(6));
+    let _ = e.retry(
+        b,
+        &RetryPolicy::default(),
+        &settled(1, Verdict::Failure),
+        ms(6),
+    );
     assert_eq!(e.retry_counts(b).unwrap(), (1, 0));
 }

@@ -1,9 +1,10 @@
 //! The limiter under test, seen from one simulated client. `ResilixClient` drives the real
 //! engine (`resilix_engine::Engine`, one key); `netflix::NetflixVegas` is the comparison model.
 
+use resilix_engine::retry::Settled;
 use resilix_engine::{
-    Acquired, Algorithm, Engine, KeyHandle, LimiterOptions, Nanos, PolicyOptions, RegistryOptions,
-    Verdict,
+    Acquired, Algorithm, Decision, Engine, KeyHandle, LimiterOptions, Nanos, PolicyOptions,
+    RegistryOptions, RetryPolicy, Verdict,
 };
 
 use crate::netflix::NetflixVegas;
@@ -37,6 +38,11 @@ pub trait ClientLimiter {
     /// The no-load latency the limiter compares against, in ms (NaN when it keeps none).
     fn baseline_ms(&self, _now: Nanos) -> f64 {
         f64::NAN
+    }
+    /// Whether a settled attempt is retried, and after how long (`None`: it is not). Only the
+    /// real engine decides retries; a client without one never retries this way.
+    fn retry(&mut self, _policy: &RetryPolicy, _s: &Settled, _now: Nanos) -> Option<u64> {
+        None
     }
 }
 
@@ -121,6 +127,14 @@ impl ResilixClient {
         let key = engine.resolve("upstream", 0).expect("one key fits").handle;
         ResilixClient { engine, key }
     }
+
+    /// The same with these retry budget options (ADR 0901's measurements).
+    pub fn with_budget(mut self, budget: resilix_engine::BudgetOptions) -> Self {
+        self.engine
+            .set_retry_budget(budget)
+            .expect("valid budget options");
+        self
+    }
 }
 
 impl ClientLimiter for ResilixClient {
@@ -170,5 +184,42 @@ impl ClientLimiter for ResilixClient {
             .stats(self.key, now)
             .expect("live key")
             .baseline_ms
+    }
+
+    fn retry(&mut self, policy: &RetryPolicy, s: &Settled, now: Nanos) -> Option<u64> {
+        match self
+            .engine
+            .retry(self.key, policy, s, now)
+            .expect("live key")
+        {
+            Decision::Retry { delay_ns } => Some(delay_ns),
+            Decision::Stop(_) => None,
+        }
+    }
+}
+
+/// A plain call: no limiter at all, every call runs at once (what a retry library wraps).
+#[derive(Default)]
+pub struct PlainClient {
+    next: u64,
+    inflight: u32,
+}
+
+impl ClientLimiter for PlainClient {
+    fn acquire(&mut self, _now: Nanos, _budget_ns: u64) -> Acq {
+        self.next += 1;
+        self.inflight += 1;
+        Acq::Run(self.next)
+    }
+    fn admit_queued(&mut self, _now: Nanos) -> Wake {
+        Wake::Wait
+    }
+    fn leave_queue(&mut self) {}
+    fn mark(&mut self, _permit: u64, _now: Nanos) {}
+    fn settle(&mut self, _permit: u64, _verdict: Verdict, _now: Nanos) {
+        self.inflight -= 1;
+    }
+    fn snapshot(&self, _now: Nanos) -> (u32, u32, u32) {
+        (0, self.inflight, 0)
     }
 }

@@ -18,6 +18,8 @@ pub enum Ev {
     Complete { call: u32 },
     /// A caller's deadline.
     Deadline { call: u32 },
+    /// A failed call's caller tries again (RetryStorm scenarios).
+    Retry { call: u32 },
     /// The client's event loop sees a finished call's response.
     Seen { call: u32 },
     /// A call's new connection is set up: it goes to the upstream.

@@ -161,6 +161,15 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
             g("convergenceS", "<= 60 s", |x| x <= 60.0, true),
             g("goodputPct", ">= 90 %", |x| x >= 90.0, false),
         ],
+        "retry-storm" => vec![
+            g(
+                "attemptsPerFirst",
+                "<= 1.25 (the budget holds)",
+                |x| x <= 1.25,
+                true,
+            ),
+            g("goodputPct", ">= 90 %", |x| x >= 90.0, false),
+        ],
         _ => Vec::new(),
     }
 }

@@ -180,6 +180,44 @@ fn some(x: f64) -> Option<f64> {
 }
 
 /// The metrics of one run, in the order the table prints them.
+/// Attempts that reached the upstream in `[from, to)` per first attempt among them.
+pub fn attempts_per_first(tr: &Trace, from: f64, to: f64) -> f64 {
+    let (a, b) = ((from * SEC as f64) as u64, (to * SEC as f64) as u64);
+    let sent = tr.sent.iter().filter(|(t, _)| *t >= a && *t < b);
+    let (all, first) = sent.fold((0u64, 0u64), |(n, f), (_, k)| (n + 1, f + (*k == 1) as u64));
+    all as f64 / first as f64
+}
+
+/// A RetryStorm scenario's comparison rows, on the same world and seed as the row's run:
+/// cockatiel's and p-retry's retries around a plain call (no limiter, no budget).
+pub fn retry_comparisons(sc: &Scenario, row: Row, seed: u64) -> Vec<Metric> {
+    let Measure::RetryStorm { from, to, .. } = sc.measure else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (retrier, apf, gp) in [
+        (
+            crate::world::Retrier::Cockatiel,
+            "cockatielAttemptsPerFirst",
+            "cockatielGoodputPct",
+        ),
+        (
+            crate::world::Retrier::PRetry,
+            "pRetryAttemptsPerFirst",
+            "pRetryGoodputPct",
+        ),
+    ] {
+        let plain = |_: u64| -> Box<dyn crate::client::ClientLimiter> {
+            Box::<crate::client::PlainClient>::default()
+        };
+        let tr = crate::world::run_retrying(sc, &plain, retrier, seed);
+        let run = Run { sc, row, tr: &tr };
+        out.push((apf, some(attempts_per_first(&tr, from, to))));
+        out.push((gp, some(run.goodput_pct(from, to))));
+    }
+    out
+}
+
 pub fn compute(run: &Run) -> Vec<Metric> {
     let end = run.end_s();
     match run.sc.measure {
@@ -246,6 +284,13 @@ pub fn compute(run: &Run) -> Vec<Metric> {
                 ("shedPct", some(run.shed_pct(from, to))),
             ]
         }
+        Measure::RetryStorm { from, to, .. } => vec![
+            (
+                "attemptsPerFirst",
+                some(attempts_per_first(run.tr, from, to)),
+            ),
+            ("goodputPct", some(run.goodput_pct(from, to))),
+        ],
         Measure::CapacityHalves => {
             let m2 = run.mean_limit(300.0, 400.0);
             let m3 = run.mean_limit(500.0, 600.0);

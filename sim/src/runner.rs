@@ -113,11 +113,12 @@ pub fn run_all(
                 let sc = &scenarios[si];
                 // Seeds 1, 2, 3, …: the same seed for every row, so rows see the same world.
                 let tr = world::run(sc, rows[ri], 1 + k as u64);
-                let m = metrics::compute(&Run {
+                let mut m = metrics::compute(&Run {
                     sc,
                     row: rows[ri],
                     tr: &tr,
                 });
+                m.extend(metrics::retry_comparisons(sc, rows[ri], 1 + k as u64));
                 let ser = (k == 0).then(|| series(&tr));
                 out.lock().unwrap().push((si, ri, k, m, ser));
             });
@@ -150,7 +151,9 @@ pub fn run_all(
 /// One scenario, one row, one seed: the metrics (for tests).
 pub fn metrics_of(sc: &Scenario, row: Row, seed: u64) -> Vec<Metric> {
     let tr = world::run(sc, row, seed);
-    metrics::compute(&Run { sc, row, tr: &tr })
+    let mut m = metrics::compute(&Run { sc, row, tr: &tr });
+    m.extend(metrics::retry_comparisons(sc, row, seed));
+    m
 }
 
 pub fn get(metrics: &[Metric], name: &str) -> Option<f64> {

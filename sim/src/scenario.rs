@@ -41,6 +41,13 @@ pub enum Fault {
         fraction: f64,
         overload: bool,
     },
+    /// The upstream's queue holds at most `queue` calls: a call that finds it full is answered
+    /// 503 (overload), after waiting its turn and taking `cost` × the median service time of a
+    /// server: rejecting a request is cheaper than serving it, not free.
+    Shed {
+        queue: u32,
+        cost: f64,
+    },
 }
 
 /// Service time: log-normal(median, σ); optionally bimodal (a second mode with probability p).
@@ -137,6 +144,15 @@ pub enum Measure {
     },
     /// Open-loop overload over `[from, to)`: goodput, queue wait (p99), the most calls waiting.
     OpenLoop {
+        from: f64,
+        to: f64,
+    },
+    /// Retries against an overloaded upstream, over `[from, to)`: attempts that reach the
+    /// upstream per first attempt, and goodput, with this row's engine (its retry budget) and,
+    /// run beside it on the same world and seed, cockatiel's and p-retry's retries around a
+    /// plain call (world.rs `Retrier`). Every client retries up to `attempts` attempts in all.
+    RetryStorm {
+        attempts: u32,
         from: f64,
         to: f64,
     },
@@ -515,7 +531,38 @@ pub fn all() -> Vec<Scenario> {
     v.push(sc);
 
     v.extend(queue_scenarios());
+    v.push(retry_storm());
     v
+}
+
+/// 4 clients, 3 attempts each, against an upstream at 2 × overload that sheds beyond a queue
+/// of C: how many attempts reach it per first attempt (ADR 0904).
+fn retry_storm() -> Scenario {
+    let mut sc = Scenario {
+        servers: 16,
+        service: Service::lognormal(25.0 * MS as f64),
+        clients: 4,
+        // A rejection costs a tenth of a call: ours, a guess (it reads and parses the request).
+        fault: Fault::Shed {
+            queue: 16,
+            cost: 0.1,
+        },
+        timeout_ns: 2 * SEC,
+        ..common(
+            "retry-storm",
+            "4 clients x 3 attempts, open loop at 2 x capacity, C=16 sheds beyond a queue of 16",
+            60.0,
+            Measure::RetryStorm {
+                attempts: 3,
+                from: 10.0,
+                to: 60.0,
+            },
+        )
+    };
+    sc.load = Load::Open {
+        per_s: 2.0 * capacity_per_s(16, &sc.service) / 4.0,
+    };
+    sc
 }
 
 /// The queue's scenarios: C = 16, S = 25 ms. A batch on a warm key (10 s of N = 10 closed-loop

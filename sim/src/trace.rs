@@ -41,6 +41,8 @@ pub struct Trace {
     pub breaker_trips: Vec<(u64, TripCause)>,
     /// The same from the breaker's documented rule (breaker_rule.rs), as a cross-check.
     pub rule_trips: Vec<u64>,
+    /// Calls sent to the upstream: `(when, attempt)`, attempt 1 a first attempt (RetryStorm).
+    pub sent: Vec<(u64, u8)>,
 }
 
 impl Trace {

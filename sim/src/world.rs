@@ -4,13 +4,14 @@
 use std::collections::VecDeque;
 
 use resilix_engine::breaker::Breaker;
-use resilix_engine::{BreakerOptions, SplitMix64, Verdict};
+use resilix_engine::retry::Settled;
+use resilix_engine::{BreakerOptions, RetryPolicy, SplitMix64, Verdict};
 
 use crate::breaker_rule::BreakerRule;
 use crate::client::{Acq, ClientLimiter, Row, Wake};
 use crate::dist::{exponential, lognormal};
 use crate::events::{Ev, Queue};
-use crate::scenario::{Change, Fault, Load, Scenario, Service, MS, SEC};
+use crate::scenario::{Change, Fault, Load, Measure, Scenario, Service, MS, SEC};
 use crate::trace::{CallRecord, Trace, TICK_NS};
 
 const RETRY_NS: u64 = 10 * MS;
@@ -24,11 +25,32 @@ enum State {
     Ended,
 }
 
+/// Who retries a failed call in a RetryStorm scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retrier {
+    /// The engine decides (`ClientLimiter::retry`): resilix, its budget included.
+    Engine,
+    /// cockatiel 3's `retry(handleAll, { maxAttempts, backoff: new ExponentialBackoff() })`:
+    /// every failure, its decorrelated jitter from 128 ms, no budget.
+    Cockatiel,
+    /// p-retry 7's defaults: every failure, 1 s × 2^(retry − 1), no jitter, no budget.
+    PRetry,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Call {
     client: u16,
     caller: u32,
     created: u64,
+    /// When the first attempt of this request was made: its one deadline counts from here.
+    origin: u64,
+    /// 1 for a first attempt.
+    attempt: u8,
+    /// The upstream will reject it (`Fault::Shed`).
+    shed: bool,
+    /// The wait before this attempt (0 for a first); cockatiel's jitter state (`t` before).
+    delay: u64,
+    jitter: f64,
     admitted: u64,
     mark: u64,
     permit: u64,
@@ -71,6 +93,8 @@ pub struct World<'a> {
     up: Upstream,
     trace: Trace,
     last_refusal: u64,
+    /// RetryStorm scenarios: who retries, and up to how many attempts in all.
+    retrier: Option<(Retrier, u32)>,
 }
 
 /// Run one scenario with one limiter row and one seed.
@@ -80,7 +104,20 @@ pub fn run(sc: &Scenario, row: Row, seed: u64) -> Trace {
 
 /// Run one scenario with clients built by `build` (from a seed the world draws for each client).
 pub fn run_with(sc: &Scenario, build: &dyn Fn(u64) -> Box<dyn ClientLimiter>, seed: u64) -> Trace {
+    run_retrying(sc, build, Retrier::Engine, seed)
+}
+
+/// As `run_with`; in a RetryStorm scenario, failed calls are retried by `retrier`.
+pub fn run_retrying(
+    sc: &Scenario,
+    build: &dyn Fn(u64) -> Box<dyn ClientLimiter>,
+    retrier: Retrier,
+    seed: u64,
+) -> Trace {
     let mut w = World::new(sc, build, seed);
+    if let Measure::RetryStorm { attempts, .. } = sc.measure {
+        w.retrier = Some((retrier, attempts));
+    }
     w.run();
     w.trace
 }
@@ -125,6 +162,7 @@ impl<'a> World<'a> {
                 ..Trace::default()
             },
             last_refusal: 0,
+            retrier: None,
         }
     }
 
@@ -159,6 +197,7 @@ impl<'a> World<'a> {
                 Ev::FirstToken { call } => self.first_token(call),
                 Ev::Complete { call } => self.complete(call),
                 Ev::Deadline { call } => self.deadline(call),
+                Ev::Retry { call } => self.retry_call(call),
                 Ev::Seen { call } => {
                     if self.calls[call as usize].state == State::Running {
                         self.settle(call, self.calls[call as usize].outcome)
@@ -248,16 +287,43 @@ impl<'a> World<'a> {
 
     /// A caller makes a call: acquire, then run, wait or be refused.
     fn make_call(&mut self, c: usize, caller: u32) {
+        self.make_attempt(c, caller, None);
+    }
+
+    /// A call, or the next attempt of `retry_of`: its deadline is the first attempt's.
+    fn make_attempt(&mut self, c: usize, caller: u32, retry_of: Option<(Call, u64, f64)>) {
         let bin = Trace::tick_of(self.now);
         bump(&mut self.trace.attempts, bin);
-        let budget = self.sc.timeout_ns;
+        let budget = match retry_of {
+            Some((first, _, _)) if self.sc.timeout_ns != u64::MAX => {
+                (first.origin + self.sc.timeout_ns).saturating_sub(self.now)
+            }
+            _ => self.sc.timeout_ns,
+        };
+        let new = |w: &mut Self| {
+            let id = w.new_call(c, caller, false);
+            if let Some((first, delay, jitter)) = retry_of {
+                let call = &mut w.calls[id as usize];
+                call.origin = first.origin;
+                call.attempt = first.attempt.saturating_add(1);
+                call.delay = delay;
+                call.jitter = jitter;
+            }
+            // resilix's one deadline across attempts; the retry libraries wrap a plain call
+            // that has none.
+            if matches!(w.retrier, Some((Retrier::Engine, _))) && w.sc.timeout_ns != u64::MAX {
+                let at = w.calls[id as usize].origin + w.sc.timeout_ns;
+                w.q.push(at, Ev::Deadline { call: id });
+            }
+            id
+        };
         match self.clients[c].limiter.acquire(self.now, budget) {
             Acq::Run(permit) => {
-                let id = self.new_call(c, caller, false);
+                let id = new(self);
                 self.start_running(id, permit);
             }
             Acq::Queued => {
-                let id = self.new_call(c, caller, false);
+                let id = new(self);
                 self.calls[id as usize].state = State::Queued;
                 self.clients[c].waiters.push_back(id);
             }
@@ -290,6 +356,11 @@ impl<'a> World<'a> {
             client: c as u16,
             caller,
             created: self.now,
+            origin: self.now,
+            attempt: 1,
+            shed: false,
+            delay: 0,
+            jitter: 0.0,
             admitted: 0,
             mark: 0,
             permit: 0,
@@ -297,7 +368,7 @@ impl<'a> World<'a> {
             background,
             outcome: Verdict::Success,
         });
-        if !background && self.sc.timeout_ns != u64::MAX {
+        if !background && self.sc.timeout_ns != u64::MAX && self.retrier.is_none() {
             self.q
                 .push(self.now + self.sc.timeout_ns, Ev::Deadline { call: id });
         }
@@ -366,7 +437,76 @@ impl<'a> World<'a> {
         let seen = if ours { Verdict::Cancelled } else { verdict };
         self.watch_breaker(c, seen, latency_ns);
         self.admit_waiters(c);
-        self.caller_done(id);
+        if !self.retried(id, verdict) {
+            self.caller_done(id);
+        }
+    }
+
+    // ---- retries (RetryStorm) -----------------------------------------------------------
+
+    /// A settled call of a RetryStorm scenario is retried by its retrier: true when its next
+    /// attempt is scheduled (its caller is not done yet).
+    fn retried(&mut self, id: u32, verdict: Verdict) -> bool {
+        let Some((retrier, attempts)) = self.retrier else {
+            return false;
+        };
+        if !matches!(
+            verdict,
+            Verdict::Failure | Verdict::Overload | Verdict::Timeout
+        ) {
+            return false;
+        }
+        let call = self.calls[id as usize];
+        if call.attempt as u32 >= attempts {
+            return false;
+        }
+        let retry = call.attempt as u32; // the retry this would be: 1 for the first
+        let (delay, jitter) = match retrier {
+            Retrier::Engine => {
+                let policy = RetryPolicy {
+                    max_attempts: attempts,
+                    ..RetryPolicy::default()
+                };
+                let remaining = (self.sc.timeout_ns != u64::MAX)
+                    .then(|| (call.origin + self.sc.timeout_ns).saturating_sub(self.now));
+                let s = Settled {
+                    attempts: call.attempt as u32,
+                    verdict,
+                    hint_ns: None,
+                    remaining_ns: remaining,
+                    previous_delay_ns: call.delay,
+                };
+                let c = call.client as usize;
+                match self.clients[c].limiter.retry(&policy, &s, self.now) {
+                    Some(d) => (d, 0.0),
+                    None => return false,
+                }
+            }
+            Retrier::Cockatiel => {
+                // cockatiel's decorrelatedJitterGenerator (Polly's DecorrelatedJitterV2):
+                // exponent 2, initialDelay 128 ms, maxDelay 30 s.
+                let t = (retry - 1) as f64 + self.rng.next_f64();
+                let next = 2f64.powf(t) * (4.0 * t).sqrt().tanh();
+                let ms = ((next - call.jitter).max(0.0) / 1.4 * 128.0).min(30_000.0);
+                ((ms * MS as f64) as u64, next)
+            }
+            Retrier::PRetry => (1_000 * MS << (retry - 1).min(20), 0.0),
+        };
+        self.q.push(self.now + delay, Ev::Retry { call: id });
+        self.calls[id as usize].delay = delay;
+        self.calls[id as usize].jitter = jitter;
+        true
+    }
+
+    /// The next attempt of call `id`'s request.
+    fn retry_call(&mut self, id: u32) {
+        let call = self.calls[id as usize];
+        let (delay, jitter) = (call.delay, call.jitter);
+        self.make_attempt(
+            call.client as usize,
+            call.caller,
+            Some((call, delay, jitter)),
+        );
     }
 
     fn watch_breaker(&mut self, c: usize, verdict: Verdict, latency_ns: u64) {
@@ -431,11 +571,19 @@ impl<'a> World<'a> {
     // ---- upstream -----------------------------------------------------------------------
 
     fn dispatch(&mut self, id: u32) {
-        if self.up.fault == Fault::BlackHole && !self.calls[id as usize].background {
+        let call = self.calls[id as usize];
+        if self.retrier.is_some() && !call.background {
+            self.trace.sent.push((self.now, call.attempt));
+        }
+        if self.up.fault == Fault::BlackHole && !call.background {
             return;
         }
         if self.up.busy < self.up.servers {
             self.serve(id);
+        } else if let Fault::Shed { queue, .. } = self.up.fault {
+            // Found the queue full: it will be rejected when its turn comes (serve()).
+            self.calls[id as usize].shed = self.up.fifo.len() >= queue as usize;
+            self.up.fifo.push_back(id);
         } else {
             self.up.fifo.push_back(id);
         }
@@ -445,6 +593,9 @@ impl<'a> World<'a> {
         self.up.busy += 1;
         let rng = &mut self.rng;
         let drawn = match self.up.fault {
+            Fault::Shed { cost, .. } if self.calls[id as usize].shed => {
+                Some((cost * self.up.service.median_ns, Verdict::Overload))
+            }
             Fault::FixedLatency(d) => Some((d as f64, Verdict::Success)),
             Fault::FastFail {
                 fraction,

@@ -124,3 +124,26 @@ fn open_loop_overload_is_a_standing_queue_and_is_shed() {
         );
     }
 }
+
+#[test]
+fn a_retry_storm_is_held_by_the_budget_where_plain_retries_multiply_the_load() {
+    let sc = scenario("retry-storm");
+    // The default row: the limiter sheds what the upstream cannot take, and the budget bounds
+    // the retries of what it lets through.
+    let m = metrics_of(&sc, VEGAS, SEED);
+    let apf = metric(&m, "attemptsPerFirst").unwrap();
+    assert!(apf <= 1.25, "attempts per first attempt {apf} ({m:?})");
+    // A fixed limit above the upstream's capacity lets overload through: the budget alone
+    // holds the retries.
+    let fixed = metrics_of(&sc, Row::Resilix(Algorithm::Fixed), SEED);
+    let apf = metric(&fixed, "attemptsPerFirst").unwrap();
+    assert!(apf > 1.05 && apf <= 1.25, "static: {apf} ({fixed:?})");
+    // Beside them, the same world with retries around a plain call multiplies the load.
+    for name in ["cockatielAttemptsPerFirst", "pRetryAttemptsPerFirst"] {
+        let x = metric(&m, name).unwrap();
+        assert!(x >= 2.0, "{name} {x} ({m:?})");
+    }
+    let ours = metric(&m, "goodputPct").unwrap();
+    let theirs = metric(&m, "cockatielGoodputPct").unwrap();
+    assert!(ours > theirs, "goodput {ours} vs cockatiel's {theirs}");
+}

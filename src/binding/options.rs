@@ -201,6 +201,10 @@ pub(crate) fn to_budget(o: &NativeOptions) -> Result<BudgetOptions> {
     Ok(BudgetOptions {
         ratio: o.retry_budget_ratio.unwrap_or(d.ratio),
         min_per_second: o.retry_budget_min_per_second.unwrap_or(d.min_per_second),
-        window_ms: int("retryBudget.windowMs", o.retry_budget_window_ms, d.window_ms)?,
+        window_ms: int(
+            "retryBudget.windowMs",
+            o.retry_budget_window_ms,
+            d.window_ms,
+        )?,
     })
 }

@@ -7,7 +7,7 @@ const { native, QUEUED, STALE_HANDLE, REGISTRY_FULL, SLOT_SPAN, mapNativeError }
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = require('./lib/errors')
 const { normalize } = require('./lib/options')
 const { Call, GuardedCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
-const { runRetrying, attemptsOf, Backoff } = require('./lib/retry')
+const { startRetrying, attemptsOf, Backoff } = require('./lib/retry')
 const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
 const { SignalLinks, reasonOf } = require('./lib/signals')
@@ -181,7 +181,7 @@ class Resilix {
     }
     // A listener (evict, limit, breaker) may have closed this instance meanwhile.
     if (this._closed) return Promise.reject(closedError('a call'))
-    if (retry !== null) return runRetrying(this, ks, fn, retry, timeoutMs, signal, p)
+    if (retry !== null) return startRetrying(this, ks, fn, retry, timeoutMs, signal, p)
     if (p >= 0) {
       if (fn === null) return Promise.resolve(new Permit(this, ks, p))
       // No deadline, no signal, nobody timing calls: fn's own promise, half the bookkeeping

@@ -105,8 +105,8 @@ class GuardedCall extends Call {
     this._qnext = null
     // per-call events: a Timing while someone subscribes, else null (lib/diagnostics.js)
     this._timing = diag.timing()
-    // the verdict fn's outcome was settled with, for a retrying call (lib/retry.js)
-    this._verdict = -1
+    // a retrying call's policy (its first attempt) or its RetryState (lib/retry.js), else null
+    this._retry = null
   }
 }
 
@@ -160,22 +160,48 @@ function wait(call) {
 
 /** Links the caller's signal and the deadline, then starts the call or queues it. */
 function guard(call, running) {
-  const signal = call._callerSignal
-  if (signal !== undefined) {
-    try {
-      call._rx._signals.add(call, signal)
-    } catch (err) {
-      // The signal refused its listener: the call never starts.
-      call._state = DONE
-      if (running) {
-        settle(call._rx, call._ks, call._permit, V.CANCELLED)
-        if (call._timing !== null) diag.settled(call._rx, call.key, V.CANCELLED, call._timing, false)
-      } else native.leaveQueue(call._ks.handle)
-      return Promise.reject(err)
-    }
+  if (call._callerSignal !== undefined) {
+    const err = linkSignal(call, running)
+    if (err !== undefined) return Promise.reject(err)
   }
   capturing = call
   const promise = new Promise(capture)
+  launch(call, running)
+  return promise
+}
+
+/**
+ * A retry's attempt (lib/retry.js): as guard(), answering through the resolvers the call
+ * already holds (its caller's) rather than a promise of its own.
+ */
+function guardAttempt(call, running) {
+  if (call._callerSignal !== undefined) {
+    const err = linkSignal(call, running)
+    if (err !== undefined) {
+      call._answered = true
+      call._reject(err)
+      return
+    }
+  }
+  launch(call, running)
+}
+
+/** Links the caller's signal; its addEventListener's error, after which the call never starts. */
+function linkSignal(call, running) {
+  try {
+    call._rx._signals.add(call, call._callerSignal)
+  } catch (err) {
+    call._state = DONE
+    if (running) {
+      settle(call._rx, call._ks, call._permit, V.CANCELLED)
+      if (call._timing !== null) diag.settled(call._rx, call.key, V.CANCELLED, call._timing, false)
+    } else native.leaveQueue(call._ks.handle)
+    return err
+  }
+  return undefined
+}
+
+function launch(call, running) {
   // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
   if (call._timeoutMs !== undefined) deadlines.add(call, call._timeoutMs, clockCell[0], true)
   if (running) start(call)
@@ -184,7 +210,6 @@ function guard(call, running) {
     call._asyncResource = new AsyncResource('resilix.queued')
     enqueue(call._ks, call)
   }
-  return promise
 }
 
 // The call whose promise is being created: `new Promise(capture)` stores the resolvers on it
@@ -240,19 +265,22 @@ function fnDone(call, ok, x) {
   if (call._cancelled) verdict = V.CANCELLED
   else if (call._timedOut) verdict = V.TIMEOUT
   else verdict = ok ? verdictOfValue(call, x) : verdictOfError(call, x)
-  call._verdict = verdict
   detach(call)
   call._state = DONE
   // The caller first: resolving runs no user code now, and the settle below may start woken
-  // calls, whose own failures must never leave this caller unanswered.
+  // calls, whose own failures must never leave this caller unanswered. An attempt of a
+  // retrying call that did not succeed is decided once settled (lib/retry.js).
+  let retrying = false
   if (!call._answered) {
     call._answered = true
     if (call._classifyError !== undefined) call._reject(call._classifyError)
+    else if (call._retry !== null && !(ok && verdict === V.SUCCESS && call._retry.first)) retrying = true
     else if (ok) call._resolve(x)
     else call._reject(x)
   }
   settle(call._rx, call._ks, call._permit, verdict)
   if (call._timing !== null) diag.settled(call._rx, call.key, verdict, call._timing, false)
+  if (retrying) retryHooks.attemptEnded(call, ok, x, verdict)
 }
 
 function verdictOfValue(call, v) {
@@ -311,7 +339,12 @@ function wake(rx, ks) {
       } else {
         detach(call)
         call._state = DONE
-        answer(call, rx._events.rejected(call._permit, ks.name))
+        const err = rx._events.rejected(call._permit, ks.name)
+        // A retry refused by our own policies is not sent: its call ends with the attempt before.
+        if (call._retry !== null && !call._retry.first) {
+          call._answered = true
+          retryHooks.refused(call)
+        } else answer(call, err)
       }
     }
   } finally {
@@ -330,6 +363,8 @@ function detach(call) {
 function answer(call, err) {
   if (call._answered) return
   call._answered = true
+  // A retry's attempt ends its call: the attempts are recorded (lib/retry.js attemptsOf).
+  if (call._retry !== null && !call._retry.first) retryHooks.record(err, call._retry.attempts + 1)
   call._reject(err)
 }
 
@@ -345,7 +380,7 @@ function giveUp(call, err) {
 /** A deadline passed (Deadlines removed it): the caller's, or the stuck bound's. */
 function expire(call, now) {
   if (call._state === WAITING) {
-    giveUp(call, new TimeoutError(call.key, call._timeoutMs, true))
+    giveUp(call, new TimeoutError(call.key, reportedMs(call), true))
     return
   }
   if (call._state !== RUNNING) return
@@ -358,10 +393,21 @@ function expire(call, now) {
   // aborted below), so unlink now rather than when a fn that ignores its signal settles: a
   // long-lived parent signal must not hold a listener per timed-out straggler.
   detach(call)
-  const err = new TimeoutError(call.key, call._timeoutMs, false)
-  answer(call, err)
+  const err = new TimeoutError(call.key, reportedMs(call), false)
+  // An attempt's own deadline (attemptTimeoutMs) may be retried; the call's may not.
+  const r = call._retry
+  const retrying = r !== null && !r.first && !r.bounded
+  if (retrying) call._answered = true
+  else answer(call, err)
   deadlines.add(call, stuckAfterMs(call), now, false)
   if (call._controller !== null) call._controller.abort(err)
+  if (retrying) retryHooks.attemptEnded(call, false, err, V.TIMEOUT)
+}
+
+/** The deadline a TimeoutError names: the call's timeoutMs, for a retry's attempt too. */
+function reportedMs(call) {
+  const r = call._retry
+  return r === null || r.first || !r.bounded ? call._timeoutMs : r.timeoutMs
 }
 
 /** The caller's signal aborted (lib/signals.js unlinked the call). */
@@ -390,8 +436,11 @@ function releaseStuck(call) {
 /** The thread's deadlines, shared by every instance. */
 const deadlines = new Deadlines(expire)
 
+/** What a retrying call's attempts report to (lib/retry.js sets them: it requires this module). */
+const retryHooks = { attemptEnded: null, refused: null, record: null }
+
 module.exports = {
   Call, GuardedCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted,
   // a retrying call's attempts (lib/retry.js)
-  runFn, finish, verdictOfValue, verdictOfError, RUNNING,
+  runFn, finish, verdictOfValue, verdictOfError, guardAttempt, retryHooks, RUNNING,
 }

@@ -8,8 +8,8 @@
 
 const { native, clockCell, QUEUED, RETRY_REFUSED_BASE, RETRY_REFUSALS } = require('./native')
 const V = require('./verdicts')
-const { TimeoutError, RejectedError } = require('./errors')
-const { Call, GuardedCall, runGuarded, wait, runFn, finish, verdictOfValue, verdictOfError, RUNNING } = require('./call')
+const { TimeoutError } = require('./errors')
+const { Call, GuardedCall, runGuarded, wait, runFn, finish, verdictOfValue, verdictOfError, guardAttempt, retryHooks, RUNNING } = require('./call')
 const { retryAfterOf } = require('./retry-after')
 const diag = require('./diagnostics')
 const { closedError } = require('./lifetime')
@@ -34,103 +34,185 @@ function record(x, attempts) {
 
 /**
  * execute() with a retry policy: `p` is the first attempt's acquire (lib/native.js codes).
- * `timeoutMs` bounds every attempt, wait and backoff together.
+ * `timeoutMs` bounds every attempt, wait and backoff together. A first attempt that succeeds
+ * costs what a call without retries does: it holds the policy (`call._retry`), and a RetryState
+ * is made only once an attempt did not succeed.
  */
-async function runRetrying(rx, ks, fn, policy, timeoutMs, signal, p) {
-  const t0 = clockCell[0] // the engine clock of the first acquire: the deadline's start
-  let attempts = 0
-  let delay = 0
-  // The outcome of the last attempt that ran: what the call ends with when a retry is refused.
-  let lastOk = false
-  let last
-  for (;;) {
-    attempts++
-    let ok = false
-    let x
-    let verdict = -1
-    // Each attempt's deadline: its own timeout, or what is left of the call's if sooner.
-    let attemptMs = policy.attemptTimeoutMs
-    let bounded = false
-    if (timeoutMs !== undefined) {
-      const left = attempts === 1 ? timeoutMs : timeoutMs - (native.nowMs() - t0)
-      if (attemptMs === undefined || left <= attemptMs) {
-        attemptMs = left
-        bounded = true
-      }
-    }
-    if (p >= 0 && attemptMs === undefined && signal === undefined && !diag.active()) {
-      // As runPlain (lib/call.js): fn's own promise, awaited here.
-      const call = new Call(rx, ks, fn, undefined, undefined)
-      call._permit = p
-      call._state = RUNNING
-      try {
-        x = await runFn(call)
-        ok = true
-      } catch (err) {
-        x = err
-      }
-      verdict = ok ? verdictOfValue(call, x) : verdictOfError(call, x)
-      finish(call, verdict)
-      if (call._classifyError !== undefined) throw ended(call._classifyError, attempts)
-    } else if (p >= 0 || p === QUEUED) {
-      const call = new GuardedCall(rx, ks, fn, attemptMs, signal)
-      try {
-        x = await (p >= 0 ? runGuarded(call, p) : wait(call))
-        ok = true
-      } catch (err) {
-        x = err
-      }
-      if (call._classifyError !== undefined) throw ended(x, attempts)
-      // A deadline answers the caller before fn settles: its verdict will be a timeout.
-      verdict = call._verdict >= 0 ? call._verdict : call._timedOut ? V.TIMEOUT : -1
-      if (call._timedOut && bounded) {
-        // The call's own deadline, not an attempt's: no time is left for another.
-        throw ended(attempts === 1 ? x : new TimeoutError(ks.name, timeoutMs, false), attempts)
-      }
-    } else {
-      // Refused at once by our own policies: never sent, never retried.
-      x = rx._events.rejected(p, ks.name, ks)
-    }
-
-    if (verdict === V.SUCCESS) {
-      if (ok) {
-        if (attempts > 1) record(x, attempts)
-        return x
-      }
-      throw ended(x, attempts)
-    }
-    if (verdict < 0) {
-      // This attempt never ran: refused (at once or while it waited), its wait timed out, the
-      // caller aborted, or close(). A refused retry ends the call with the attempt before.
-      if (attempts > 1 && x instanceof RejectedError) return settleWith(lastOk, last, attempts - 1)
-      if (attempts > 1 && x instanceof TimeoutError && timeoutMs !== undefined && bounded) {
-        throw ended(new TimeoutError(ks.name, timeoutMs, true), attempts)
-      }
-      throw ended(x, attempts)
-    }
-    // Ran and did not succeed: never retried once the caller aborted or the instance closed.
-    if ((signal !== undefined && signal.aborted) || rx._closed) return settleWith(ok, x, attempts)
-
-    const hint = retryAfterOf(x)
-    const left = timeoutMs === undefined ? -1 : Math.max(0, timeoutMs - (native.nowMs() - t0))
-    const d = decide(ks, attempts, verdict, hint, left, delay, policy)
-    if (d < 0) {
-      if (d === RETRY_AFTER_REFUSED) throw ended(retryAfterError(ks.name, timeoutMs, Math.min(hint, policy.maxRetryAfterMs), left, x), attempts)
-      return settleWith(ok, x, attempts)
-    }
-    lastOk = ok
-    last = x
-    rx._events.retrying(ks.name, attempts + 1, d, verdict)
-    if (rx._closed) throw ended(closedError('a call'), attempts) // by a listener
-    await backoff(rx, d, signal).catch((err) => {
-      throw ended(err, attempts)
-    })
-    delay = d
-    const budget = timeoutMs === undefined ? undefined : timeoutMs - (native.nowMs() - t0)
-    if (budget !== undefined && budget <= 0) throw ended(new TimeoutError(ks.name, timeoutMs, false), attempts)
-    p = rx._acquire(ks, budget)
-    if (rx._closed) throw ended(closedError('a call'), attempts) // by a listener
+function startRetrying(rx, ks, fn, policy, timeoutMs, signal, p) {
+  if (p >= 0 && timeoutMs === undefined && signal === undefined && policy.attemptTimeoutMs === undefined && !diag.active()) {
+    return runPlainRetrying(rx, ks, fn, policy, p)
   }
+  if (p < 0 && p !== QUEUED) return Promise.reject(rx._events.rejected(p, ks.name, ks)) // never retried
+  if (policy.attemptTimeoutMs === undefined) {
+    const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
+    call._retry = policy
+    return p >= 0 ? runGuarded(call, p) : wait(call)
+  }
+  // Attempts with their own deadline: the state from the first.
+  const r = new RetryState(rx, ks, fn, policy, timeoutMs, clockCell[0], signal)
+  return new Promise((resolve, reject) => {
+    r.resolve = resolve
+    r.reject = reject
+    launch(r, p, timeoutMs)
+  })
+}
+
+/** As runPlain (lib/call.js) for a first attempt; one that does not succeed goes on below. */
+async function runPlainRetrying(rx, ks, fn, policy, p) {
+  const call = new Call(rx, ks, fn, undefined, undefined)
+  call._permit = p
+  call._state = RUNNING
+  let v
+  try {
+    v = await runFn(call)
+  } catch (err) {
+    const verdict = verdictOfError(call, err)
+    finish(call, verdict)
+    if (call._classifyError !== undefined) throw call._classifyError
+    return goOn(call, policy, false, err, verdict)
+  }
+  const verdict = verdictOfValue(call, v)
+  finish(call, verdict)
+  if (call._classifyError !== undefined) throw call._classifyError
+  if (verdict === V.SUCCESS) return v
+  return goOn(call, policy, true, v, verdict)
+}
+
+function goOn(call, policy, ok, x, verdict) {
+  return new Promise((resolve, reject) => {
+    const r = new RetryState(call._rx, call._ks, call._fn, policy, undefined, 0, undefined)
+    r.resolve = resolve
+    r.reject = reject
+    r.attempts = 1
+    next(r, ok, x, verdict)
+  })
+}
+
+/** A retrying call once an attempt did not succeed: its caller's resolvers, its progress. */
+class RetryState {
+  constructor(rx, ks, fn, policy, timeoutMs, t0, signal) {
+    this.first = false
+    this.rx = rx
+    this.ks = ks
+    this.fn = fn
+    this.policy = policy
+    /** The call's deadline, from `t0` (the engine clock of its first acquire). */
+    this.timeoutMs = timeoutMs
+    this.t0 = t0
+    this.signal = signal
+    this.resolve = null
+    this.reject = null
+    /** Attempts that ended. */
+    this.attempts = 0
+    this.delay = 0
+    /** The running attempt's deadline is the call's (else its own attemptTimeoutMs). */
+    this.bounded = true
+    // The last attempt that ran: what the call ends with when a retry is refused.
+    this.lastOk = false
+    this.last = undefined
+  }
+}
+
+/** lib/call.js: an attempt of a retrying call ended without being answered. */
+function attemptEnded(call, ok, x, verdict) {
+  let r = call._retry
+  if (r.first) {
+    // The first attempt held only the policy; its deadline was the call's.
+    r = new RetryState(call._rx, call._ks, call._fn, r, call._timeoutMs, call._timeoutMs === undefined ? 0 : call._deadline - call._timeoutMs, call._callerSignal)
+    r.resolve = call._resolve
+    r.reject = call._reject
+  }
+  r.attempts++
+  next(r, ok, x, verdict)
+}
+
+/** lib/call.js: a retry that waited in the queue was refused: the attempt before is the answer. */
+function refused(call) {
+  const r = call._retry
+  end(r, r.lastOk, r.last)
+}
+
+/** After an attempt that did not succeed: retry it after a backoff, or end with it. */
+function next(r, ok, x, verdict) {
+  const { rx, ks } = r
+  // Never retried once the caller aborted or the instance closed.
+  if (verdict === V.SUCCESS || (r.signal !== undefined && r.signal.aborted) || rx._closed) return end(r, ok, x)
+  const hint = retryAfterOf(x)
+  const left = r.timeoutMs === undefined ? -1 : Math.max(0, r.timeoutMs - (native.nowMs() - r.t0))
+  const d = decide(ks, r.attempts, verdict, hint, left, r.delay, r.policy)
+  if (d === RETRY_AFTER_REFUSED) return fail(r, retryAfterError(ks.name, r.timeoutMs, Math.min(hint, r.policy.maxRetryAfterMs), left, x))
+  if (d < 0) return end(r, ok, x)
+  r.lastOk = ok
+  r.last = x
+  rx._events.retrying(ks.name, r.attempts + 1, d, verdict)
+  if (rx._closed) return fail(r, closedError('a call')) // by a listener
+  r.delay = d
+  const b = new Backoff(r)
+  if (r.signal !== undefined) {
+    try {
+      rx._signals.add(b, r.signal)
+    } catch (err) {
+      return fail(r, err) // the signal refused its listener
+    }
+  }
+  rx._backoffs.add(b)
+  // Ref'd: a caller waits for its answer (ADR 0603).
+  b._timer = setTimeout(afterBackoff, d, b)
+}
+
+function afterBackoff(b) {
+  b.done()
+  const r = b._r
+  const { rx, ks } = r
+  let left
+  if (r.timeoutMs !== undefined) {
+    left = r.timeoutMs - (native.nowMs() - r.t0)
+    if (left <= 0) return fail(r, new TimeoutError(ks.name, r.timeoutMs, false))
+  }
+  let p
+  try {
+    p = rx._acquire(ks, left)
+  } catch (err) {
+    return fail(r, err)
+  }
+  if (rx._closed) return fail(r, closedError('a call')) // by a listener
+  if (p >= 0 || p === QUEUED) return launch(r, p, left)
+  // Refused at once by our own policies: not sent; the attempt before is the answer.
+  rx._events.rejected(p, ks.name, ks)
+  end(r, r.lastOk, r.last)
+}
+
+/** Starts an attempt holding `p` (or queued), `left` ms before the call's deadline. */
+function launch(r, p, left) {
+  let ms = left
+  r.bounded = true
+  const own = r.policy.attemptTimeoutMs
+  if (own !== undefined && (ms === undefined || own < ms)) {
+    ms = own
+    r.bounded = false
+  }
+  const call = new GuardedCall(r.rx, r.ks, r.fn, ms, r.signal)
+  call._retry = r
+  call._resolve = r.resolve
+  call._reject = r.reject
+  if (p >= 0) {
+    call._permit = p
+    call._state = RUNNING
+    guardAttempt(call, true)
+  } else guardAttempt(call, false)
+}
+
+/** Ends the call with an attempt's own outcome. */
+function end(r, ok, x) {
+  record(x, r.attempts)
+  if (ok) r.resolve(x)
+  else r.reject(x)
+}
+
+/** Ends the call with `err`. */
+function fail(r, err) {
+  record(err, r.attempts)
+  r.reject(err)
 }
 
 /**
@@ -142,19 +224,6 @@ function decide(ks, attempts, verdict, hintMs, leftMs, previousDelayMs, policy) 
     ks.handle, attempts, verdict, hintMs === undefined ? -1 : hintMs, leftMs, previousDelayMs,
     policy.attempts, policy.baseMs, policy.maxDelayMs, policy.decorrelated, policy.retryOn, policy.maxRetryAfterMs,
   )
-}
-
-/** The call's final error, its attempts recorded. */
-function ended(err, attempts) {
-  record(err, attempts)
-  return err
-}
-
-/** Ends the call with an attempt's own outcome. */
-function settleWith(ok, x, attempts) {
-  record(x, attempts)
-  if (ok) return x
-  throw x
 }
 
 /** A Retry-After hint the deadline cannot honour ends the call at once (ADR 0902). */
@@ -170,14 +239,12 @@ function retryAfterError(key, timeoutMs, hintMs, leftMs, cause) {
 }
 
 /**
- * A wait between attempts. It holds no permit; the caller's signal and close() end it
- * (the signal through the instance's one listener per signal, ADR 0604).
+ * A wait between attempts. It holds no permit; the caller's signal and close() end it (the
+ * signal through the instance's one listener per signal, ADR 0604).
  */
 class Backoff {
-  constructor(rx, resolve, reject) {
-    this._rx = rx
-    this._resolve = resolve
-    this._reject = reject
+  constructor(r) {
+    this._r = r
     this._timer = null
     // caller signal links (lib/signals.js)
     this._sentry = null
@@ -185,30 +252,22 @@ class Backoff {
     this._snext = null
   }
 
-  /** The caller's signal aborted, or close(): the wait ends with `err`. */
+  /** The caller's signal aborted, or close(): the call ends with `err`. */
   abort(err) {
     clearTimeout(this._timer)
     this.done()
-    this._reject(err)
+    fail(this._r, err)
   }
 
   done() {
-    this._rx._backoffs.delete(this)
-    if (this._sentry !== null) this._rx._signals.remove(this)
+    const rx = this._r.rx
+    rx._backoffs.delete(this)
+    if (this._sentry !== null) rx._signals.remove(this)
   }
 }
 
-function backoff(rx, ms, signal) {
-  return new Promise((resolve, reject) => {
-    const b = new Backoff(rx, resolve, reject)
-    if (signal !== undefined) rx._signals.add(b, signal) // throws what addEventListener throws
-    rx._backoffs.add(b)
-    // Ref'd: a caller waits for its answer (ADR 0603).
-    b._timer = setTimeout(() => {
-      b.done()
-      resolve()
-    }, ms)
-  })
-}
+retryHooks.attemptEnded = attemptEnded
+retryHooks.refused = refused
+retryHooks.record = record
 
-module.exports = { runRetrying, attemptsOf, Backoff, decide, retryAfterError, RETRY_AFTER_REFUSED }
+module.exports = { startRetrying, attemptsOf, Backoff, decide, retryAfterError, RETRY_AFTER_REFUSED }

@@ -104,8 +104,10 @@ function cases(baseline) {
     { label: 'opossum', peer: 'opossum' },
     rx('resilix, defaults + `timeoutMs`', 'defaultsTimed'),
     { ...rx('resilix, defaults + a diagnostics_channel subscriber', 'defaultsObserved'), subscribed: true },
+    { ...rx('resilix, defaults + `retry: true` (succeeds at once)', 'defaultsRetry'), retry: true },
+    { ...rx('resilix, defaults + `timeoutMs` + `retry: true` (succeeds at once)', 'defaultsTimedRetry'), retry: true },
   ]
-  const base = baseline ? own.filter((c) => c.resilix && !c.subscribed).map((c) => ({ ...c, label: `BASELINE ${c.label}`, lib: baseline })) : []
+  const base = baseline ? own.filter((c) => c.resilix && !c.subscribed && !c.retry).map((c) => ({ ...c, label: `BASELINE ${c.label}`, lib: baseline })) : []
   return [...own, ...base]
 }
 
@@ -173,6 +175,12 @@ function report(node, list, results) {
     if (rx('defaultsObserved')) {
       const ob = ratio(rx('defaultsObserved'), rx('defaults'))
       console.log(`  defaults with a diagnostics_channel subscriber / without (overhead): ${ob.toFixed(2)}× (what publishing every call costs)`)
+    }
+    if (rx('defaultsRetry')) {
+      const re = ratio(rx('defaultsRetry'), rx('defaults'))
+      line('defaults with `retry: true`, succeeding at once / without (overhead)', `${re.toFixed(2)}×`, '≤ 1.1×', re <= 1.1)
+      const rt = ratio(rx('defaultsTimedRetry'), rx('defaultsTimed'))
+      line('defaults + `timeoutMs` with `retry: true` / without (overhead)', `${rt.toFixed(2)}×`, '≤ 1.1×', rt <= 1.1)
     }
     const m = (r) => `${(r.callsPerSec / 1e6).toFixed(2)} M`
     for (const key of ['full', 'defaults', 'breakerOff']) {

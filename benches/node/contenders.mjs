@@ -21,6 +21,10 @@ export const RESILIX = {
   defaultsFixed: { algorithm: 'fixed', initialLimit: 100 },
   /** `defaults`, measured with `subscribeToCalls()` on: every call timed and published. */
   defaultsObserved: { initialLimit: 100 },
+  /** `defaults` with retries configured; every call succeeds at its first attempt. */
+  defaultsRetry: { initialLimit: 100, retry: true },
+  /** The same with a deadline, against `defaultsTimed`. */
+  defaultsTimedRetry: { initialLimit: 100, timeoutMs: 10_000, retry: true },
 }
 
 /** A no-op subscriber on each per-call diagnostics channel (what a metrics helper costs, less its own work). */

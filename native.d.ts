@@ -57,7 +57,10 @@ export interface NativeOptions {
   queueInitialFactor?: number
   /** Default 3 (failsafe-go). */
   queueMaxFactor?: number
-  /** Default 50000: the most calls that may wait on one key. */
+  /**
+   * Default 20000 (ours, a guess: twice the largest batch measured): the most calls that may
+   * wait on one key, a bound on memory.
+   */
   queueMaxQueued?: number
   /** `false` turns the breaker off. Default true. */
   breaker?: boolean

@@ -132,8 +132,10 @@ impl Limiter {
                 x if x > 0.0 => x,
                 _ => hold,
             };
-            let wait = (self.queued + 1) as f64 * hold.max(lat) / limit.max(1) as f64;
-            if wait + lat > budget_ns as f64 {
+            // The call must also finish in time: a stream holds its slot to its end.
+            let slot = hold.max(lat);
+            let wait = (self.queued + 1) as f64 * slot / limit.max(1) as f64;
+            if wait + slot > budget_ns as f64 {
                 return Some(QueueRefusal::Deadline);
             }
         }

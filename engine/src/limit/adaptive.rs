@@ -258,9 +258,11 @@ impl Adaptive {
             Verdict::Timeout => {
                 // The usual p90: smoothed, or (just after a probe restarted the filters) the
                 // measured baseline.
+                let streams_held = self.tail as f64 > self.mean.baseline.value.max(1.0);
                 let p90 = match self.p90.filter.smoothed {
                     x if x > 0.0 => x,
-                    _ => self.p90.baseline.value,
+                    _ if streams_held => self.p90.baseline.value,
+                    _ => 0.0,
                 };
                 let usual = p90 * self.tolerance as f64;
                 let unknown = usual == 0.0 && self.slow_start;

@@ -25,6 +25,9 @@ pub enum Kind {
     Aimd,
 }
 
+/// Weight of one sample in the smoothed tail. 1/16: ours, a guess (as the limiter's hold time).
+const TAIL_WEIGHT: f32 = 1.0 / 16.0;
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Pressure {
     total: u32,
@@ -41,6 +44,9 @@ pub struct Adaptive {
     /// The limit at the last window that closed without any decrease: what idle recovery
     /// returns towards.
     healthy_limit: f32,
+    /// How long a call holds its slot after its response started, ns, smoothed (a stream's
+    /// body; ~0 for plain calls): the probe waits for it (ADR 0115).
+    tail: f32,
     min: f32,
     max: f32,
     initial: f32,
@@ -75,6 +81,7 @@ impl Adaptive {
             kind,
             limit: o.initial_limit as f64,
             healthy_limit: o.initial_limit as f32,
+            tail: 0.0,
             min: o.min_limit as f32,
             max: o.max_limit as f32,
             initial: o.initial_limit as f32,
@@ -209,10 +216,20 @@ impl Adaptive {
         self.last_activity = now;
         let lat = s.latency_ns as f64;
         let start = now.saturating_sub(s.duration_ns);
+        let tail = s.duration_ns.saturating_sub(s.latency_ns) as f32;
+        self.tail += (tail - self.tail) * TAIL_WEIGHT;
+        self.probe.note_tail(self.tail as f64);
         let p = &mut self.pressure;
         p.total += 1;
         p.peak_inflight = p.peak_inflight.max(s.inflight);
-        match s.verdict {
+        // A deadline that passed after the response had started (a stream cut mid-body) says
+        // nothing about the upstream's latency, which the mark measured: a healthy reading
+        // (ADR 0115).
+        let verdict = match s.verdict {
+            Verdict::Timeout if s.latency_ns < s.duration_ns => Verdict::Success,
+            v => v,
+        };
+        match verdict {
             Verdict::Success | Verdict::Answered => {
                 self.pressure.healthy += 1;
                 self.window
@@ -239,17 +256,33 @@ impl Adaptive {
                     .add(None, s.duration_ns as f64, s.inflight, false);
             }
             Verdict::Timeout => {
-                let usual = self.p90.filter.smoothed * self.tolerance as f64;
+                // The usual p90: smoothed, or (just after a probe restarted the filters) the
+                // measured baseline.
+                let streams_held = self.tail as f64 > self.mean.baseline.value.max(1.0);
+                let p90 = match self.p90.filter.smoothed {
+                    x if x > 0.0 => x,
+                    _ if streams_held => self.p90.baseline.value,
+                    _ => 0.0,
+                };
+                let usual = p90 * self.tolerance as f64;
+                let unknown = usual == 0.0 && self.slow_start;
+                let censored = s.waited
+                    && self.kind != Kind::Aimd
+                    && (unknown || (usual > 0.0 && lat < usual));
                 // A timed probe call that ran out of deadline (it may have waited in the queue
                 // first) still counts, at no less than the usual mean: dropping it would keep
-                // the fast calls only and read the baseline low.
-                let floor = lat.max(self.mean.filter.smoothed);
-                if let Some(m) = self.probe.sample(now, start, floor) {
-                    self.on_probe(now, m);
+                // the fast calls only and read the baseline low. Not where calls hold their
+                // slot long after responding (streams): there a waiter is often admitted with
+                // too little deadline left to reach its first byte, and the usual mean is a
+                // loaded one (ADR 0115).
+                let streams = self.tail as f64 > p90.min(self.mean.baseline.value.max(1.0));
+                if !(censored && streams) {
+                    let floor = lat.max(self.mean.filter.smoothed);
+                    if let Some(m) = self.probe.sample(now, start, floor) {
+                        self.on_probe(now, m);
+                    }
                 }
-                let unknown = usual == 0.0 && self.slow_start;
-                if s.waited && self.kind != Kind::Aimd && (unknown || (usual > 0.0 && lat < usual))
-                {
+                if censored {
                     // It waited in *our* queue and the upstream had it for no longer than its
                     // usual p90 (within `rttTolerance`), or the key is new and no usual latency
                     // is known yet: the deadline was spent with us, so the timeout says nothing

@@ -103,6 +103,9 @@ pub struct Probe {
     n: u8,
     /// The no-load latency, ns: what the interval is scaled by.
     base: f32,
+    /// How long a call holds its slot after its response started, ns (a stream's body; ~0 for
+    /// plain calls): draining waits for it, and the interval scales with it (ADR 0115).
+    tail: f32,
     /// Probes that produced a measurement (stats, tests).
     pub measured: u32,
     /// The last measurement moved the baseline by less than a jump (see `Baseline::measured`).
@@ -123,6 +126,7 @@ impl Probe {
             samples: [0.0; PROBE_SAMPLES],
             n: 0,
             base: 0.0,
+            tail: 0.0,
             measured: 0,
             settled: false,
         };
@@ -143,7 +147,7 @@ impl Probe {
         // Until a probe has measured it, and while probes still move it far, the baseline may
         // be a loaded latency: no scaling.
         let expected = if self.settled {
-            3.0 * self.base as f64
+            3.0 * self.base as f64 + self.tail as f64
         } else {
             0.0
         };
@@ -171,6 +175,12 @@ impl Probe {
                 self.schedule();
             }
         }
+    }
+
+    /// The time calls hold their slot after their response started (ns, smoothed).
+    #[inline]
+    pub fn note_tail(&mut self, tail_ns: f64) {
+        self.tail = tail_ns as f32;
     }
 
     /// How admission is held now.
@@ -212,17 +222,27 @@ impl Probe {
                     return None;
                 }
                 self.n = 0;
+                // Calls whose response has started still hold their slots until they end.
+                let drain = bound(DRAIN_LATENCIES, latency_ns).saturating_add(self.tail as u64);
                 self.state = State::Draining {
-                    until: now.saturating_add(bound(DRAIN_LATENCIES, latency_ns)),
+                    until: now.saturating_add(drain),
                 };
                 self.tick(now, inflight, level, latency_ns)
             }
             State::Draining { until } => {
                 if inflight <= level {
+                    // Calls that hold their slot long after their response started (streams)
+                    // free no slot while the probe measures: it times the `level` that start at
+                    // once (ADR 0115); otherwise three rounds.
+                    let want = if self.tail as f64 > latency_ns {
+                        (level as usize).clamp(2, PROBE_SAMPLES)
+                    } else {
+                        (3 * level as usize).clamp(8, PROBE_SAMPLES)
+                    };
                     self.state = State::Measuring {
                         drained: now,
                         until: now.saturating_add(bound(MEASURE_LATENCIES, latency_ns)),
-                        want: (3 * level as usize).clamp(8, PROBE_SAMPLES) as u8,
+                        want: want as u8,
                         started: 0,
                     };
                 } else if now >= until {

@@ -54,7 +54,10 @@ export interface CallContext {
 }
 
 export interface ExecuteOptions {
-  /** Upstream key, e.g. a host. Default `'default'`. At most `maxKeyLength` bytes. */
+  /**
+   * Upstream key, e.g. a host (`url.host`; a `URL` object is a `TypeError`). Default `'default'`.
+   * Not empty, at most `maxKeyLength` bytes (else a `RangeError`).
+   */
   key?: string
   /**
    * Deadline in ms from the moment `execute` is called; time spent waiting in the queue counts.
@@ -77,7 +80,7 @@ export interface QueueOptions {
   initialFactor?: number
   /** While the queue stands, from `initialFactor × limit` to `maxFactor × limit` the rejection chance rises 0 → 1; beyond, all are rejected. A burst that drains is never shed by the factors. Default 3 (failsafe-go). */
   maxFactor?: number
-  /** The most calls that may wait on one key, whatever the queue's state (a bound on memory: about 800 bytes a waiting call). Integer 1…10 000 000. Default 20000 (a guess: twice the largest batch measured). */
+  /** The most calls that may wait on one key, whatever the queue's state (a bound on memory: 500–800 bytes of JS heap a waiting call). Integer 1…10 000 000. Default 20000 (a guess: twice the largest batch measured). */
   maxQueued?: number
 }
 
@@ -238,6 +241,40 @@ export interface RegistryStats {
   evicted: number
 }
 
+/**
+ * On `node:diagnostics_channel` `'resilix:call:settle'`: a call that ran (or a permit) was
+ * settled. Published only for calls admitted while someone subscribes.
+ */
+export interface CallSettleMessage {
+  /** The instance. */
+  rx: Resilix
+  key: string
+  verdict: Verdict | 'cancelled'
+  /** The limiter's latency sample: start → `mark()`, else start → settle, ms. */
+  latencyMs: number
+  /** From the start of `fn` (or the permit) to the settle, ms. */
+  durationMs: number
+  /** Time waited in the queue before the start, ms (0: admitted at once). */
+  waitMs: number
+  /** Released as stuck: `fn` had not settled long after its caller's answer. */
+  stuck: boolean
+}
+/** On `'resilix:call:reject'`: one of resilix's own policies refused a call; it never ran. */
+export interface CallRejectMessage {
+  rx: Resilix
+  key: string
+  reason: RejectReason
+}
+/** On `'resilix:call:leave'`: a waiting call left the queue before it ran. */
+export interface CallLeaveMessage {
+  rx: Resilix
+  key: string
+  /** Its deadline passed, its caller's signal aborted, or the instance was closed. */
+  reason: 'timeout' | 'abort' | 'close'
+  /** Time it waited, ms. */
+  waitMs: number
+}
+
 export declare class Resilix {
   /**
    * @throws {TypeError} an option of the wrong type, or an unknown option; the message names it.
@@ -265,6 +302,8 @@ export declare class Resilix {
    * @throws {RangeError} `timeoutMs` out of range, or a key longer than `maxKeyLength`.
    */
   acquire(key?: string, options?: AcquireOptions): Promise<Permit>
+  /** The same, with the key in the options, as `execute` takes it: `acquire({ key, timeoutMs })`. */
+  acquire(options: AcquireOptions & { key?: string }): Promise<Permit>
   /** One key's state; undefined when the key is not in the registry. */
   stats(key: string): KeyStats | undefined
   /** Every live key's state. */
@@ -308,8 +347,25 @@ export declare class TimeoutError extends Error {
   readonly queued: boolean
 }
 
-export declare function isRejectedError(e: unknown): e is RejectedError
-export declare function isTimeoutError(e: unknown): e is TimeoutError
+/**
+ * An error whose `cause` (or its cause's cause, …) is `E`: what `fetch` rejects with when the
+ * interceptor refuses a request or its deadline passes (a `TypeError`, `cause` the resilix error).
+ */
+export interface CausedBy<E> extends Error {
+  readonly cause: E | CausedBy<E>
+}
+
+/**
+ * True for a `RejectedError`, or an error whose `cause` chain holds one (fetch's `TypeError`).
+ * Its fields are on the `RejectedError` itself: `findRejectedError(e)?.reason`.
+ */
+export declare function isRejectedError(e: unknown): e is RejectedError | CausedBy<RejectedError>
+/** True for a `TimeoutError`, or an error whose `cause` chain holds one (fetch's `TypeError`). */
+export declare function isTimeoutError(e: unknown): e is TimeoutError | CausedBy<TimeoutError>
+/** `e` if it is a `RejectedError`, else the first one in its `cause` chain; `undefined` if none. */
+export declare function findRejectedError(e: unknown): RejectedError | undefined
+/** `e` if it is a `TimeoutError`, else the first one in its `cause` chain; `undefined` if none. */
+export declare function findTimeoutError(e: unknown): TimeoutError | undefined
 
 // Only the declarations above marked `export` are the package's types.
 export {}

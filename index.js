@@ -4,16 +4,17 @@
 // admission is lib/call.js. Hot path: one native call to acquire, one to settle, numbers only.
 
 const { native, QUEUED, STALE_HANDLE, REGISTRY_FULL, SLOT_SPAN, mapNativeError } = require('./lib/native')
-const { RejectedError, TimeoutError, isRejectedError, isTimeoutError } = require('./lib/errors')
-const { normalize, describe } = require('./lib/options')
+const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = require('./lib/errors')
+const { normalize } = require('./lib/options')
 const { Call, GuardedCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
 const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
 const { SignalLinks, reasonOf } = require('./lib/signals')
-const { readCallOptions, parsed } = require('./lib/call-options')
-const { KeyState, checkWellFormed } = require('./lib/keys')
+const { readCallOptions, acquireObject, notAFunction, parsed } = require('./lib/call-options')
+const { KeyState, checkKey, isUrl } = require('./lib/keys')
 const { keyStats, byKey } = require('./lib/stats')
 const { engines, closedError, TOO_MANY, tooManyError } = require('./lib/lifetime')
+const { active: diagnosed } = require('./lib/diagnostics')
 
 // `using rx = new Resilix()`; Node 20 before 20.4 has no Symbol.dispose, later ones define it
 // as this registered symbol.
@@ -36,7 +37,7 @@ class Resilix {
     this._keys = new Map()
     this._slotNames = []
     this._signals = new SignalLinks(callerAborted)
-    this._events = new Emitter()
+    this._events = new Emitter(this)
     this._closed = false
     this._registry = { refused: 0, evicted: 0 }
   }
@@ -55,6 +56,14 @@ class Resilix {
    * function. Settle it with `permit.release(verdict)` exactly once.
    */
   acquire(key = 'default', opts) {
+    if (key !== null && typeof key === 'object' && !isUrl(key)) {
+      // acquire({ key, timeoutMs, signal }), as execute() takes them (ADR 0808)
+      try {
+        ;[key, opts] = acquireObject(key, opts)
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    }
     return this._admit(null, key, opts, false)
   }
 
@@ -64,8 +73,7 @@ class Resilix {
    */
   stats(key) {
     if (key === undefined) return byKey(this.keys(), (k) => this.stats(k))
-    if (typeof key !== 'string') throw new TypeError(`resilix: stats expects a key string, got ${describe(key)}`)
-    checkWellFormed(key)
+    checkKey(key, 'stats expects a key string')
     if (this._closed) return undefined
     let s
     try {
@@ -145,7 +153,7 @@ class Resilix {
       signal = parsed.signal
     }
     if (execute && typeof fn !== 'function') {
-      return Promise.reject(new TypeError(`resilix: execute expects a function, got ${describe(fn)}`))
+      return Promise.reject(notAFunction(fn))
     }
     if (signal !== undefined && parsed.aborted) return Promise.reject(reasonOf(signal))
     let ks
@@ -158,8 +166,9 @@ class Resilix {
     const p = this._acquire(ks, timeoutMs)
     if (p >= 0) {
       if (fn === null) return Promise.resolve(new Permit(this, ks, p))
-      // No deadline, no signal: fn's own promise, half the bookkeeping (lib/call.js).
-      if (timeoutMs === undefined && signal === undefined) return runPlain(new Call(this, ks, fn, undefined, undefined), p)
+      // No deadline, no signal, nobody timing calls: fn's own promise, half the bookkeeping
+      // (lib/call.js). A subscriber to the per-call events gets guarded calls (lib/diagnostics.js).
+      if (timeoutMs === undefined && signal === undefined && !diagnosed()) return runPlain(new Call(this, ks, fn, undefined, undefined), p)
       return runGuarded(new GuardedCall(this, ks, fn, timeoutMs, signal), p)
     }
     if (p === QUEUED) return wait(new GuardedCall(this, ks, fn, timeoutMs, signal))
@@ -170,8 +179,7 @@ class Resilix {
   _keyState(key) {
     let ks = this._keys.get(key)
     if (ks !== undefined) return ks
-    if (typeof key !== 'string') throw new TypeError(`resilix: key must be a string, got ${describe(key)}`)
-    checkWellFormed(key)
+    checkKey(key)
     if (this._closed) throw closedError('a call')
     let h
     try {
@@ -224,4 +232,4 @@ class Resilix {
   }
 }
 
-module.exports = { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError }
+module.exports = { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError }

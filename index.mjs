@@ -4,5 +4,5 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const resilix = require('./index.js')
 
-export const { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError } = resilix
+export const { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = resilix
 export default resilix

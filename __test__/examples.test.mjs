@@ -19,7 +19,10 @@ const expected = {
     /10 parallel fetches ok[\s\S]*\/busy: HTTP 503[\s\S]*\/slow: timed out[\s\S]*while streaming: 1\n[\s\S]*slot freed after[\s\S]*refused by resilix \(limit\)[\s\S]*inflight 0/,
   'streaming-sse.mjs': /pattern 1: 4 streams[\s\S]*pattern 2: slot held/,
   'many-hosts.mjs': /keys alive:[\s\S]*stats\(\) covers 3 keys/,
-  'otel-metrics.mjs': /resilix_limit\{resilix_key="payments.example"\} \d+/,
+  'otel-metrics.mjs':
+    /collection 1[\s\S]*resilix_call_limit\{resilix_key="payments.example"\} \d+[\s\S]*collection 2[\s\S]*resilix_call_duration_seconds\{resilix_key="payments.example",resilix_verdict="success"\} count \d+/,
+  'prometheus-metrics.mjs':
+    /resilix_call_duration_seconds_count\{key="catalog.example",verdict="answered"\} 4\n[\s\S]*resilix_call_duration_seconds_count\{key="catalog.example",verdict="failure"\} 3\n[\s\S]*resilix_breaker_state\{key="catalog.example",state="closed"\} 1/,
 }
 
 function run(file, limitMs) {

@@ -88,6 +88,64 @@ await agent.close()
 server.close()
 `
 
+// resilix/prometheus and resilix/otel before their peers are installed: resilix itself never
+// loads them, and a helper says what to install.
+const NO_PEERS = `
+const { Resilix } = require('resilix')
+const rx = new Resilix()
+const loaded = () => Object.keys(require.cache).filter((p) => /prom-client|@opentelemetry/.test(p)).length
+const before = loaded()
+const codes = {}
+for (const m of ['resilix/prometheus', 'resilix/otel']) {
+  try { require(m).instrument(rx) } catch (e) { codes[m] = [e.code, e.message] }
+}
+console.log(JSON.stringify({ before, codes }))
+`
+
+// The helpers with their peers (ESM and CommonJS), prom-client's text and the OTel SDK's export.
+const METRICS = `
+import { createRequire } from 'node:module'
+import client from 'prom-client'
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
+import { Resilix } from 'resilix'
+import { instrument as prometheus } from 'resilix/prometheus'
+import { instrument as otel } from 'resilix/otel'
+class Reader extends MetricReader { onForceFlush() {} onShutdown() {} }
+const reader = new Reader()
+const provider = new MeterProvider({ readers: [reader] })
+const rx = new Resilix()
+const registry = new client.Registry()
+prometheus(rx, { registry })
+otel(rx, { meter: provider.getMeter('check') })
+await rx.execute(async () => ({ status: 404 }), { key: 'api' })
+const text = await registry.metrics()
+const { resourceMetrics } = await reader.collect()
+const names = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => m.descriptor.name))
+const require = createRequire(import.meta.url)
+console.log(JSON.stringify({
+  answered: /resilix_call_duration_seconds_count\{key="api",verdict="answered"\} 1/.test(text),
+  otel: names.includes('resilix.call.duration'),
+  cjsSame: require('resilix/prometheus').instrument === prometheus && require('resilix/otel').instrument === otel,
+}))
+`
+
+
+// The helpers' typings with their peers' (strict); the @ts-expect-error lines fail if they degrade to any.
+const METRICS_MTS = `
+import { Resilix } from 'resilix'
+import { instrument as prometheus } from 'resilix/prometheus'
+import { instrument as otel } from 'resilix/otel'
+import { metrics } from '@opentelemetry/api'
+import { Registry } from 'prom-client'
+const r = new Resilix()
+prometheus(r, { registry: new Registry() }).dispose()
+otel(r, { meter: metrics.getMeter('check') }).dispose()
+// @ts-expect-error the registry is prom-client's Registry
+prometheus(r, { registry: 'default' })
+// @ts-expect-error a meter, not a name
+otel(r, { meter: 'resilix' })
+`
+
 // The empty project with the two tarballs installed, shared by the tests below.
 let dir
 before(() => {
@@ -146,4 +204,38 @@ test('the installed typings compile in every strict set-up: lib with or without 
   assert.equal(setups.length, 9)
   const failed = checkSetups(ts, dir, setups).filter((r) => r.errors)
   assert.deepEqual(failed.map((r) => r.name), [], failed.map((r) => `${r.name}:\n${r.errors}`).join('\n'))
+})
+
+// Last: its peers stay out of the project until it installs them.
+test('resilix/prometheus and resilix/otel: no peer loaded by resilix, a missing one named, then both working and typed', { skip, timeout: 120_000 }, () => {
+  writeFileSync(join(dir, 'no-peers.cjs'), NO_PEERS)
+  const noPeers = JSON.parse(execFileSync(process.execPath, ['no-peers.cjs'], { cwd: dir, encoding: 'utf8' }))
+  assert.equal(noPeers.before, 0, 'require("resilix") loads no metrics library')
+  assert.equal(noPeers.codes['resilix/prometheus'][0], 'ERR_RESILIX_PEER_MISSING')
+  assert.match(noPeers.codes['resilix/prometheus'][1], /npm install prom-client/)
+  assert.equal(noPeers.codes['resilix/otel'][0], 'ERR_RESILIX_PEER_MISSING')
+  assert.match(noPeers.codes['resilix/otel'][1], /npm install @opentelemetry\/api/)
+
+  // The optional peers, as the user installs them (borrowed from this repository).
+  for (const p of ['prom-client', 'bintrees', 'tdigest', '@opentelemetry']) {
+    cpSync(join(root, 'node_modules', p), join(dir, 'node_modules', p), { recursive: true })
+  }
+  writeFileSync(join(dir, 'metrics.mjs'), METRICS)
+  const viaMetrics = JSON.parse(execFileSync(process.execPath, ['metrics.mjs'], { cwd: dir, encoding: 'utf8' }))
+  assert.deepEqual(viaMetrics, { answered: true, otel: true, cjsSame: true })
+
+  // Their typings against the peers' own, strict, from the installed tarball.
+  writeFileSync(join(dir, 'metrics-types.mts'), METRICS_MTS)
+  writeFileSync(
+    join(dir, 'tsconfig.metrics.json'),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true, noEmit: true, skipLibCheck: false, target: 'es2022', lib: ['esnext'],
+        module: 'nodenext', moduleResolution: 'nodenext', types: ['node'], typeRoots: [join(root, 'node_modules/@types')],
+      },
+      files: ['metrics-types.mts'],
+    }),
+  )
+  const tsc = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.metrics.json'], { cwd: dir, encoding: 'utf8' })
+  assert.equal(tsc.status, 0, `tsc failed:\n${tsc.stdout}${tsc.stderr}`)
 })

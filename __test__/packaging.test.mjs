@@ -14,6 +14,8 @@ const require = createRequire(import.meta.url)
 const { SUPPORTED_TARGETS } = require('../lib/load-native.js')
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 const readJson = (p) => JSON.parse(readFileSync(p, 'utf8'))
+/** The package's entry points: resilix, resilix/undici, resilix/otel, resilix/prometheus. */
+const ENTRY_POINTS = ['index', 'undici', 'otel', 'prometheus']
 
 test('npm/ holds one package per napi target, at the package version, with matching os/cpu/libc and the LICENSE', () => {
   assert.deepEqual(readdirSync(join(root, 'npm')).sort(), SUPPORTED_TARGETS.map((t) => t.abi).sort())
@@ -34,7 +36,8 @@ test('npm/ holds one package per napi target, at the package version, with match
 })
 
 test('the main package ships its entry points and loader, not Rust sources or binaries', () => {
-  for (const f of ['index.js', 'index.mjs', 'index.d.ts', 'undici.js', 'undici.mjs', 'undici.d.ts', 'native.js', 'lib/']) assert.ok(pkg.files.includes(f), f)
+  for (const entry of ENTRY_POINTS) for (const ext of ['js', 'mjs', 'd.ts']) assert.ok(pkg.files.includes(`${entry}.${ext}`), `${entry}.${ext}`)
+  for (const f of ['native.js', 'lib/']) assert.ok(pkg.files.includes(f), f)
   assert.ok(!pkg.files.some((f) => /\.node$|^src|^npm|^target/.test(f)))
 })
 
@@ -94,7 +97,7 @@ test('npm scripts run under the Node that runs npm: no aliased runtime links nod
 
 // What npm users get: the staged package (scripts/stage-package.mjs, what the release publishes),
 // packed by npm, its package.json read back from the tarball itself.
-test('the published tarball: a clean manifest (no scripts, no devDependencies) with repository links, resilix/undici exported', { timeout: 120_000 }, async () => {
+test('the published tarball: a clean manifest (no scripts, no devDependencies) with repository links, every entry point exported', { timeout: 120_000 }, async () => {
   const { stagePackage } = await import('../scripts/stage-package.mjs')
   const dir = mkdtempSync(join(tmpdir(), 'resilix-stage-'))
   try {
@@ -115,16 +118,20 @@ test('the published tarball: a clean manifest (no scripts, no devDependencies) w
     assert.equal(m.repository.url, 'git+https://github.com/resilix/resilix.git')
     assert.equal(m.homepage, 'https://github.com/resilix/resilix#readme')
     assert.equal(m.bugs.url, 'https://github.com/resilix/resilix/issues')
-    assert.deepEqual(m.peerDependencies, { undici: '>=7.0.0' })
-    assert.deepEqual(m.peerDependenciesMeta, { undici: { optional: true } })
+    // Each helper's library is an optional peer: `npm install resilix` installs none of them.
+    assert.deepEqual(m.peerDependencies, { '@opentelemetry/api': '^1.7.0', 'prom-client': '^15.0.0', undici: '>=7.0.0' })
+    assert.deepEqual(m.peerDependenciesMeta, { '@opentelemetry/api': { optional: true }, 'prom-client': { optional: true }, undici: { optional: true } })
     assert.equal(m.dependencies, undefined, 'nothing but the platform binaries is installed with it')
     assert.deepEqual(Object.keys(m.optionalDependencies).sort(), SUPPORTED_TARGETS.map((t) => t.packageName).sort())
-    assert.deepEqual(m.exports['./undici'], { types: './undici.d.ts', import: './undici.mjs', require: './undici.js' })
+    for (const entry of ENTRY_POINTS.filter((e) => e !== 'index')) {
+      assert.deepEqual(m.exports[`./${entry}`], { types: `./${entry}.d.ts`, import: `./${entry}.mjs`, require: `./${entry}.js` }, entry)
+    }
     for (const [k, v] of Object.entries(pkg)) {
       if (k !== 'scripts' && k !== 'devDependencies') assert.deepEqual(m[k], v, `${k} as in package.json`)
     }
     const paths = files.map((f) => f.path)
-    for (const f of ['LICENSE', 'undici.js', 'undici.mjs', 'undici.d.ts', 'lib/interceptor/request.js', 'lib/interceptor/options.js']) {
+    const shipped = ENTRY_POINTS.flatMap((e) => ['js', 'mjs', 'd.ts'].map((ext) => `${e}.${ext}`))
+    for (const f of ['LICENSE', ...shipped, 'lib/interceptor/request.js', 'lib/interceptor/options.js', 'lib/diagnostics.js', 'lib/metrics/common.js']) {
       assert.ok(paths.includes(f), `${f} is in the tarball`)
     }
     assert.ok(!paths.some((p) => /^(src|engine|sim|demo|scripts|__test__|docs|npm)\//.test(p)), paths.join(', '))

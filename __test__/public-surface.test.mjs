@@ -66,3 +66,19 @@ test('limiter, queue and breaker accept true (their default), as typed', async (
   assert.equal(s.breaker, 'closed')
   assert.throws(() => new Resilix({ limiter: 'off' }), /option limiter must be a boolean/)
 })
+
+// Every entry point exports, from CommonJS and ESM alike, exactly what its typings declare.
+test('each entry point exports what its .d.ts declares, the same from require and import', async () => {
+  const { readFileSync } = await import('node:fs')
+  const { createRequire } = await import('node:module')
+  const require = createRequire(import.meta.url)
+  for (const entry of ['index', 'undici', 'otel', 'prometheus']) {
+    const dts = readFileSync(new URL(`../${entry}.d.ts`, import.meta.url), 'utf8')
+    const declared = [...dts.matchAll(/^export declare (?:class|function) (\w+)/gm)].map((m) => m[1]).sort()
+    const cjs = require(`../${entry}.js`)
+    const esm = await import(`../${entry}.mjs`)
+    assert.deepEqual(Object.keys(cjs).sort(), declared, `${entry}.js`)
+    assert.deepEqual(Object.keys(esm).filter((k) => k !== 'default').sort(), declared, `${entry}.mjs`)
+    for (const name of declared) assert.equal(esm[name], cjs[name], `${entry}: ${name} is one value`)
+  }
+})

@@ -118,3 +118,30 @@ test('every verdict and every rejection reason is documented', () => {
   const errorRows = rows(section('Errors')).map((r) => r[0])
   for (const r of reasons) assert.ok(errorRows.includes('`' + r + '`'), `reason ${r} has a row in the Errors section`)
 })
+
+// A paragraph once ended with "(The interceptor": every prose paragraph (outside code, headings
+// and tables) ends as a sentence does, with its parentheses closed.
+test('README: no paragraph stops mid-sentence', () => {
+  const prose = readme.replace(/```[\s\S]*?```/g, '').split(/\n\s*\n/).map((p) => p.trim())
+  const cut = prose.filter((p) => {
+    if (p === '' || /^(#|\|)/.test(p)) return false
+    const opened = (p.match(/\(/g) ?? []).length - (p.match(/\)/g) ?? []).length
+    return opened !== 0 || !/[.:!?)]$/.test(p.replace(/[*_]+$/, ''))
+  })
+  assert.deepEqual(cut.map((p) => p.slice(-80)), [])
+})
+
+// Users write the types down (`ExecuteOptions`, `CallContext`, …): the README names every type
+// the typings export, so that nobody has to guess one.
+test('README names every type the typings export', () => {
+  const exported = ['index.d.ts', 'undici.d.ts', 'otel.d.ts', 'prometheus.d.ts'].flatMap((f) => {
+    const text = readFileSync(join(root, f), 'utf8')
+    const classes = new Set([...text.matchAll(/^export declare class (\w+)/gm)].map((m) => m[1]))
+    // An interface merged into a class (`interface Resilix`) is the class, documented as API.
+    return [...text.matchAll(/^export (?:interface|type) (\w+)/gm)].map((m) => m[1]).filter((t) => !classes.has(t))
+  })
+  assert.ok(exported.includes('CallContext') && exported.includes('InterceptorOptions'))
+  const types = section('Types')
+  const missing = exported.filter((t) => !new RegExp('`' + t + '(<[^`]*>)?`').test(types))
+  assert.deepEqual(missing, [], 'each exported type is in the Types table')
+})

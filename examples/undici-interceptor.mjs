@@ -5,7 +5,7 @@
 //   node examples/undici-interceptor.mjs
 import http from 'node:http'
 import { Agent, setGlobalDispatcher } from 'undici'
-import { Resilix, isRejectedError, isTimeoutError } from 'resilix' // resolves to this repository (package self-reference)
+import { Resilix, findRejectedError, findTimeoutError } from 'resilix' // resolves to this repository (package self-reference)
 import { interceptor } from 'resilix/undici'
 
 // A local upstream: /busy answers 503, /slow takes 2 s, /events streams server-sent events,
@@ -42,7 +42,8 @@ await busy.body?.cancel()
 try {
   await fetch(`${base}/slow`, { dispatcher: tight })
 } catch (err) {
-  if (isTimeoutError(err.cause)) console.log(`/slow: timed out after ${err.cause.timeoutMs} ms (fetch's TypeError, cause TimeoutError)`)
+  const late = findTimeoutError(err) // fetch's TypeError; the TimeoutError is its cause
+  if (late) console.log(`/slow: timed out after ${late.timeoutMs} ms (fetch's TypeError, cause TimeoutError)`)
   else throw err
 }
 
@@ -70,7 +71,8 @@ const holder = await fetch(`${base}/events`)
 try {
   await fetch(`${base}/items/x`)
 } catch (err) {
-  if (isRejectedError(err.cause)) console.log(`second call at limit 1: refused by resilix (${err.cause.reason})`)
+  const refused = findRejectedError(err)
+  if (refused) console.log(`second call at limit 1: refused by resilix (${refused.reason})`)
   else throw err
 }
 await holder.body.cancel()

@@ -5,6 +5,7 @@
 
 const { timeoutOption, describe, unknownExecuteOption, unknownAcquireOption } = require('./options')
 const { checkSignal } = require('./signals')
+const { didYouMean } = require('./suggest')
 
 const parsed = { key: 'default', timeoutMs: undefined, signal: undefined, aborted: false, error: null }
 
@@ -23,9 +24,7 @@ function readCallOptions(opts, execute, timeoutMs) {
       throw new TypeError(`resilix: ${what} options must be an object, got ${describe(opts)}`)
     }
     const unknown = execute ? unknownExecuteOption(opts) : unknownAcquireOption(opts)
-    if (unknown !== undefined) {
-      throw new TypeError(`resilix: unknown ${what} option ${unknown} (${what} takes ${execute ? 'key, timeoutMs, signal' : 'timeoutMs, signal'})`)
-    }
+    if (unknown !== undefined) throw unknownOption(what, unknown, execute)
     if (execute) {
       const key = opts.key
       if (key !== undefined) parsed.key = key
@@ -44,4 +43,41 @@ function readCallOptions(opts, execute, timeoutMs) {
   }
 }
 
-module.exports = { readCallOptions, parsed }
+/** execute()'s error for a `fn` that is not a function; a promise is told what to pass (ADR 0808). */
+function notAFunction(fn) {
+  let thenable = false
+  try {
+    thenable = fn !== null && typeof fn === 'object' && typeof fn.then === 'function'
+  } catch {} // a throwing getter: not a promise we can name
+  if (thenable) {
+    return new TypeError(
+      'resilix: execute expects a function, got a promise: its work has already started, so it can neither wait ' +
+        'for a slot nor be cancelled. Pass a function that returns a promise: rx.execute((ctx) => fetch(url, { signal: ctx.signal }))',
+    )
+  }
+  return new TypeError(`resilix: execute expects a function, got ${describe(fn)}`)
+}
+
+/**
+ * acquire({ key, timeoutMs, signal }), the shape of execute()'s options: `[key, options]` for
+ * acquire(key, options). Throws on a bad object (acquire rejects with it).
+ */
+function acquireObject(o, opts) {
+  if (opts !== undefined) {
+    throw new TypeError(`resilix: acquire takes (key, options) or one object { key, timeoutMs, signal }, got an object and a second argument (${describe(opts)})`)
+  }
+  for (const k in o) if (k !== 'key' && k !== 'timeoutMs' && k !== 'signal') throw unknownOption('acquire', k, true)
+  const key = o.key
+  return [key === undefined ? 'default' : key, { timeoutMs: o.timeoutMs, signal: o.signal }]
+}
+
+function unknownOption(what, name, takesKey) {
+  const takes = takesKey ? ['key', 'timeoutMs', 'signal'] : ['timeoutMs', 'signal']
+  const hint =
+    !takesKey && name === 'key'
+      ? ': the key is acquire\'s first argument, acquire(key, { timeoutMs }), or pass one object, acquire({ key, timeoutMs })'
+      : didYouMean(name, takes, 'call')
+  return new TypeError(`resilix: unknown ${what} option ${name} (${what} takes ${takes.join(', ')})${hint}`)
+}
+
+module.exports = { readCallOptions, acquireObject, notAFunction, parsed }

@@ -16,6 +16,7 @@ const { Deadlines } = require('./deadlines')
 const { enqueue, admitNext, leave } = require('./queue')
 const { Permit } = require('./permit')
 const { stuckAfterMs, warnSelfWait } = require('./lifetime')
+const diag = require('./diagnostics')
 
 // States of a call.
 const WAITING = 0 // in the key's queue
@@ -70,13 +71,16 @@ class Call {
     if (this._marked || this._state !== RUNNING) return
     this._marked = true
     native.mark(this._ks.handle, this._permit)
+    const t = this._timing // a GuardedCall's (lib/diagnostics.js); a plain call has none
+    if (t) diag.marked(t)
   }
 }
 
 /**
- * A call with a deadline, a caller signal or a wait in the queue: our own promise, deadline and
- * queue links. A plain call (none of these) is a bare `Call`, half the size: it is allocated on
- * every protected call, and its size is most of the per-call garbage.
+ * A call with a deadline, a caller signal, a wait in the queue or a per-call event subscriber:
+ * our own promise, deadline and queue links, its timing. A plain call (none of these) is a bare
+ * `Call`, half the size: it is allocated on every protected call, and its size is most of the
+ * per-call garbage.
  */
 class GuardedCall extends Call {
   constructor(rx, ks, fn, timeoutMs, callerSignal) {
@@ -99,6 +103,8 @@ class GuardedCall extends Call {
     // queue links (lib/queue.js)
     this._qprev = null
     this._qnext = null
+    // per-call events: a Timing while someone subscribes, else null (lib/diagnostics.js)
+    this._timing = diag.timing()
   }
 }
 
@@ -159,8 +165,10 @@ function guard(call, running) {
     } catch (err) {
       // The signal refused its listener: the call never starts.
       call._state = DONE
-      if (running) settle(call._rx, call._ks, call._permit, V.CANCELLED)
-      else native.leaveQueue(call._ks.handle)
+      if (running) {
+        settle(call._rx, call._ks, call._permit, V.CANCELLED)
+        if (call._timing !== null) diag.settled(call._rx, call.key, V.CANCELLED, call._timing, false)
+      } else native.leaveQueue(call._ks.handle)
       return Promise.reject(err)
     }
   }
@@ -192,7 +200,7 @@ function start(call) {
     detach(call)
     call._state = DONE
     call._answered = true
-    call._resolve(new Permit(call._rx, call._ks, call._permit))
+    call._resolve(new Permit(call._rx, call._ks, call._permit, call._timing))
     return
   }
   let r
@@ -241,6 +249,7 @@ function fnDone(call, ok, x) {
     else call._reject(x)
   }
   settle(call._rx, call._ks, call._permit, verdict)
+  if (call._timing !== null) diag.settled(call._rx, call.key, verdict, call._timing, false)
 }
 
 function verdictOfValue(call, v) {
@@ -280,6 +289,7 @@ function wake(rx, ks) {
     while ((call = admitNext(ks)) !== null) {
       if (call._permit >= 0) {
         call._state = RUNNING
+        if (call._timing !== null) diag.started(call._timing)
         const ar = call._asyncResource
         call._asyncResource = null
         ar.runInAsyncScope(start, null, call)
@@ -315,6 +325,7 @@ function giveUp(call, err) {
   call._state = DONE
   detach(call)
   answer(call, err)
+  if (call._timing !== null) diag.left(call._rx, call.key, err, call._timing)
 }
 
 /** A deadline passed (Deadlines removed it): the caller's, or the stuck bound's. */
@@ -357,7 +368,9 @@ function callerAborted(call, reason) {
 function releaseStuck(call) {
   call._state = DONE
   const ks = call._ks
-  settled(call._rx, ks, native.settleStuck(ks.handle, call._permit, call._cancelled ? V.CANCELLED : V.TIMEOUT))
+  const verdict = call._cancelled ? V.CANCELLED : V.TIMEOUT
+  settled(call._rx, ks, native.settleStuck(ks.handle, call._permit, verdict))
+  if (call._timing !== null) diag.settled(call._rx, call.key, verdict, call._timing, true)
 }
 
 /** The thread's deadlines, shared by every instance. */

@@ -63,16 +63,25 @@ class TimeoutError extends Error {
   }
 }
 
-// Total: a revoked Proxy or a throwing getter is simply not one of ours.
-const isRejectedError = (e) => hasBrand(e, REJECTED)
-const isTimeoutError = (e) => hasBrand(e, TIMEOUT)
+// Through `cause` too: fetch rejects with a TypeError whose `cause` is the interceptor's
+// RejectedError or TimeoutError (ADR 0807). Bounded (a cause chain of 8, so a cycle ends it)
+// and total: a revoked Proxy or a throwing getter is simply not one of ours.
+const MAX_CAUSES = 8
 
-function hasBrand(e, brand) {
+/** `e` or the first error of its `cause` chain that carries `brand`; undefined if none does. */
+function find(e, brand) {
   try {
-    return e !== null && typeof e === 'object' && e[brand] === true
-  } catch {
-    return false
-  }
+    for (let i = 0; i <= MAX_CAUSES && e !== null && typeof e === 'object'; i++) {
+      if (e[brand] === true) return e
+      e = e.cause
+    }
+  } catch {}
+  return undefined
 }
 
-module.exports = { RejectedError, TimeoutError, isRejectedError, isTimeoutError }
+const isRejectedError = (e) => find(e, REJECTED) !== undefined
+const isTimeoutError = (e) => find(e, TIMEOUT) !== undefined
+const findRejectedError = (e) => find(e, REJECTED)
+const findTimeoutError = (e) => find(e, TIMEOUT)
+
+module.exports = { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError }

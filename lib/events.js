@@ -9,9 +9,12 @@ const DISPOSE = Symbol.dispose ?? Symbol.for('nodejs.dispose')
 
 const { native, BREAKER_STATES, REASONS, REJECTED_BASE } = require('./native')
 const { RejectedError } = require('./errors')
+const diag = require('./diagnostics')
 
 class Emitter {
-  constructor() {
+  /** `owner`: the Resilix instance, named in diagnostics_channel messages. */
+  constructor(owner) {
+    this.owner = owner
     this.listeners = { limit: [], breaker: [], reject: [], evict: [] }
     /** Someone listens to limit or breaker changes: the engine state must be observed. */
     this.watching = false
@@ -71,6 +74,7 @@ class Emitter {
     const reason = REASONS[REJECTED_BASE - code]
     const err = new RejectedError(reason, key, reason === 'queue' && ks !== undefined ? queueDetail(ks) : undefined)
     if (this.has('reject')) this.emit('reject', { key, reason })
+    diag.rejected(this.owner, key, reason)
     return err
   }
 

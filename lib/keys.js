@@ -1,6 +1,8 @@
 'use strict'
 // Per-key state on the JS side: the native handle, the ends of the waiter FIFO (lib/queue.js)
-// and the once-per-key warnings.
+// and the once-per-key warnings; what a key may be.
+
+const { describe } = require('./options')
 
 class KeyState {
   constructor(name, handle) {
@@ -24,4 +26,33 @@ function checkWellFormed(key) {
   }
 }
 
-module.exports = { KeyState, checkWellFormed }
+/**
+ * Checks a key not seen before: a string (a URL object is told which part to use), not empty,
+ * well-formed (ADR 0808). Its length is the engine's to check (maxKeyLength).
+ */
+function checkKey(key, what = 'key must be a string') {
+  if (typeof key !== 'string') {
+    if (isUrl(key)) {
+      throw new TypeError(
+        `resilix: ${what}, got a URL object: key by the part that names the upstream, url.host ("${key.host}") ` +
+          `or url.origin ("${key.origin}", the undici interceptor's default key)`,
+      )
+    }
+    throw new TypeError(`resilix: ${what}, got ${describe(key)}`)
+  }
+  if (key.length === 0) {
+    throw new RangeError("resilix: key must not be empty: name the upstream (a host, a route), or leave it out for 'default'")
+  }
+  checkWellFormed(key)
+}
+
+/** A WHATWG URL (a Proxy whose traps throw is not one). */
+function isUrl(v) {
+  try {
+    return v instanceof URL
+  } catch {
+    return false
+  }
+}
+
+module.exports = { KeyState, checkKey, checkWellFormed, isUrl }

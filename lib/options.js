@@ -16,6 +16,7 @@ const TOP_LEVEL = new Set([
   ...LIMITER_NUMBERS,
 ])
 const ALGORITHMS = ['vegas', 'gradient2', 'aimd', 'fixed']
+const { didYouMean } = require('./suggest')
 const MAX_TIMEOUT_MS = 2147483647
 
 function typeError(msg) {
@@ -37,9 +38,20 @@ function describe(v) {
   return typeof v
 }
 
+// A breaker or queue option written at the top level: named where it belongs.
+const NESTED = Object.fromEntries([
+  ...BREAKER_NUMBERS.map((k) => [k, `breaker.${k}`]),
+  ...['initialFactor', 'maxFactor'].map((k) => [k, `queue.${k}`]),
+])
+
+/** A Resilix instance, as the helpers that take one check it (duck-typed: no require cycle). */
+function isResilix(rx) {
+  return rx !== null && typeof rx === 'object' && typeof rx.acquire === 'function' && typeof rx.stats === 'function'
+}
+
 function checkKnown(obj, known, prefix) {
   for (const k of Object.keys(obj)) {
-    if (!known.has(k)) throw typeError(`unknown option ${prefix}${k}`)
+    if (!known.has(k)) throw typeError(`unknown option ${prefix}${k}${didYouMean(k, known, prefix, prefix === '' ? NESTED : undefined)}`)
   }
 }
 
@@ -146,4 +158,4 @@ function normalize(options) {
   return { native, timeoutMs: timeoutOption('timeoutMs', options.timeoutMs), classify, seed }
 }
 
-module.exports = { normalize, timeoutOption, describe, unknownExecuteOption, unknownAcquireOption, ALGORITHMS }
+module.exports = { normalize, timeoutOption, describe, isResilix, unknownExecuteOption, unknownAcquireOption, ALGORITHMS }

@@ -4,6 +4,7 @@
 const { native } = require('./native')
 const V = require('./verdicts')
 const { describe } = require('./options')
+const diag = require('./diagnostics')
 
 // A permit collected unreleased releases itself as 'cancelled' and warns with its key (once per
 // key), so a forgotten release() cannot hold a slot for good (ADR 0605).
@@ -12,6 +13,7 @@ const { describe } = require('./options')
 const dropped = new FinalizationRegistry((held) => {
   if (held.released) return
   held.rx._settle(held.ks, held.permit, V.CANCELLED)
+  if (held.timing !== null) diag.settled(held.rx, held.ks.name, V.CANCELLED, held.timing, false)
   if (held.ks.warnedLeak) return
   held.ks.warnedLeak = true
   process.emitWarning(
@@ -22,7 +24,8 @@ const dropped = new FinalizationRegistry((held) => {
 })
 
 class Permit {
-  constructor(rx, ks, permit) {
+  /** `timing`: the waiting call's (lib/diagnostics.js); else one from the acquire just made. */
+  constructor(rx, ks, permit, timing = diag.timing()) {
     /** The upstream key this permit belongs to. */
     this.key = ks.name
     this._rx = rx
@@ -30,7 +33,7 @@ class Permit {
     this._permit = permit
     this._marked = false
     this._markFn = null
-    this._cell = { rx, ks, permit, released: false }
+    this._cell = { rx, ks, permit, released: false, timing }
     dropped.register(this, this._cell)
   }
 
@@ -47,6 +50,7 @@ class Permit {
     if (this._marked || this._cell.released) return
     this._marked = true
     native.mark(this._ks.handle, this._permit)
+    if (this._cell.timing !== null) diag.marked(this._cell.timing)
   }
 
   /**
@@ -63,6 +67,7 @@ class Permit {
     if (this._cell.released) throw new Error(`resilix: the permit for "${this.key}" was already released`)
     this._cell.released = true
     this._rx._settle(this._ks, this._permit, code)
+    if (this._cell.timing !== null) diag.settled(this._rx, this.key, code, this._cell.timing, false)
   }
 
   /** True once released. */

@@ -1,6 +1,6 @@
 // Type-checked by `npm test` (tsc --noEmit, strict). Each @ts-expect-error line must be an error:
 // if the typings ever accept it, tsc fails on the unused directive.
-import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError } from '../../index.js'
+import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } from '../../index.js'
 import type { KeyStats, Verdict, ResilixOptions, Permit, Subscription } from '../../index.js'
 
 const rx = new Resilix({
@@ -44,11 +44,15 @@ async function main(): Promise<void> {
   try {
     await rx.execute(() => 1)
   } catch (e) {
-    if (isRejectedError(e)) {
-      const r: 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' = e.reason
+    const rejected = findRejectedError(e)
+    if (rejected !== undefined) {
+      const r: 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' = rejected.reason
       console.log(r)
     }
-    if (isTimeoutError(e)) console.log(e.timeoutMs, e.queued)
+    if (isRejectedError(e)) console.log(e.message)
+    const late = findTimeoutError(e)
+    if (late) console.log(late.timeoutMs, late.queued)
+    if (isTimeoutError(e)) console.log(e.name)
     if (e instanceof RejectedError || e instanceof TimeoutError) console.log(e.key)
   }
   const v: Verdict = 'answered'

@@ -2,6 +2,7 @@
 // cheapest real async function. Shared by node-bench.mjs (one process) and compare.mjs (one fresh
 // process per case). Peers are required lazily, so a process loads only what it measures.
 import { createRequire } from 'node:module'
+import dc from 'node:diagnostics_channel'
 
 const require = createRequire(import.meta.url)
 
@@ -18,6 +19,13 @@ export const RESILIX = {
   defaults: { initialLimit: 100 },
   defaultsTimed: { initialLimit: 100, timeoutMs: 10_000 },
   defaultsFixed: { algorithm: 'fixed', initialLimit: 100 },
+  /** `defaults`, measured with `subscribeToCalls()` on: every call timed and published. */
+  defaultsObserved: { initialLimit: 100 },
+}
+
+/** A no-op subscriber on each per-call diagnostics channel (what a metrics helper costs, less its own work). */
+export function subscribeToCalls() {
+  for (const kind of ['settle', 'reject', 'leave']) dc.subscribe(`resilix:call:${kind}`, () => {})
 }
 
 /** `run` for one fresh resilix instance: a function returning the promise of one call. */

@@ -213,6 +213,12 @@ impl Breaker {
     }
 
     /// A call the breaker admitted settled. `probe` is what `try_acquire` returned for it.
+    /// A call at least this slow (ns) is slow (`slowCallMs`).
+    #[inline]
+    pub fn slow_call_ns(&self) -> u64 {
+        self.slow_ns
+    }
+
     pub fn on_result(&mut self, now: Nanos, verdict: Verdict, latency_ns: u64, probe: u32) {
         if verdict.is_ignored() {
             self.release_probe(probe);

@@ -46,8 +46,8 @@ pub struct QueueOptions {
     /// The factors shed only a standing queue (ADR 0114).
     pub max_factor: f64,
     /// The most calls that may wait on one key, whatever the queue's state: a bound on memory.
-    /// Default 20 000: ours, a guess (twice the largest batch measured; ~800 B of JS heap a
-    /// waiter: 16 MB per key at the cap; ADR 0114).
+    /// Default 20 000: ours, a guess (twice the largest batch measured; 500–800 B of JS heap a
+    /// waiter: at most 16 MB per key at the cap; ADR 0114).
     pub max_queued: u32,
 }
 

@@ -267,7 +267,14 @@ impl PolicySet {
             self.last_latency_ns = latency_ns;
         }
         if let Some(b) = &mut self.breaker {
-            b.on_result(end, verdict, latency_ns, slot.probe_cycle);
+            // A call that waited in our own queue and then ran out of deadline after its
+            // response had started, or before the upstream could even be slow, spent its
+            // deadline with us: no evidence against the upstream (ADR 0114).
+            let ours = verdict == Verdict::Timeout
+                && slot.waited
+                && (slot.mark != 0 || duration_ns < b.slow_call_ns());
+            let seen = if ours { Verdict::Cancelled } else { verdict };
+            b.on_result(end, seen, latency_ns, slot.probe_cycle);
         }
         if let Some(b) = &mut self.bulkhead {
             b.release();

@@ -2,7 +2,9 @@
 // The interceptor's options, checked once when it is built (TypeError / RangeError naming the
 // option, as the constructor does). Defaults and their provenance: ADR 0801.
 
-const { timeoutOption, describe } = require('../options')
+const { timeoutOption, describe, isResilix } = require('../options')
+const { didYouMean } = require('../suggest')
+const { isUrl } = require('../keys')
 
 const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'mark'])
 
@@ -59,10 +61,6 @@ function originKey(opts) {
   )
 }
 
-function isResilix(rx) {
-  return rx !== null && typeof rx === 'object' && typeof rx.acquire === 'function' && typeof rx.stats === 'function'
-}
-
 /**
  * `markAt(statusCode, headers)` for the `mark` option: `'headers'` or `'firstChunk'`; a
  * function's answer is checked on every response (a bad one fails that request).
@@ -95,20 +93,25 @@ function interceptorSettings(rx, options) {
     throw new TypeError(`resilix/undici: interceptor options must be an object, got ${describe(options)}`)
   }
   for (const k of Object.keys(options)) {
-    if (!KNOWN.has(k)) throw new TypeError(`resilix/undici: unknown interceptor option ${k}`)
+    if (!KNOWN.has(k)) throw new TypeError(`resilix/undici: unknown interceptor option ${k}${didYouMean(k, KNOWN, 'interceptor')}`)
   }
 
   let keyOf = originKey
   const key = options.key
-  if (typeof key === 'string') keyOf = () => key
-  else if (typeof key === 'function') {
+  if (typeof key === 'string') {
+    if (key === '') {
+      throw new RangeError("resilix/undici: option key must not be empty: name the upstream, or leave it out to key by the request's origin")
+    }
+    keyOf = () => key
+  } else if (typeof key === 'function') {
     keyOf = (opts) => {
       const k = key(opts)
       if (typeof k !== 'string') throw new TypeError(`resilix/undici: the key function returned ${describe(k)}; expected a string`)
       return k
     }
   } else if (key !== undefined) {
-    throw new TypeError(`resilix/undici: option key must be a string or a function (dispatch options) => string, got ${describe(key)}`)
+    const got = isUrl(key) ? `a URL object: use url.origin ("${key.origin}"), or leave key out (the request's origin is the default)` : describe(key)
+    throw new TypeError(`resilix/undici: option key must be a string or a function (dispatch options) => string, got ${got}`)
   }
 
   const classify = options.classify

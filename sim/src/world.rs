@@ -356,7 +356,15 @@ impl<'a> World<'a> {
             end: self.now,
             latency_ns,
         });
-        self.watch_breaker(c, verdict, latency_ns);
+        // As the engine's breaker does: a timeout of a call that waited in our queue, after its
+        // response started (or before the upstream could be slow), is not the upstream's.
+        let waited = call.admitted > call.created;
+        let ours = verdict == Verdict::Timeout
+            && waited
+            && (call.mark != 0
+                || self.now - call.admitted < BreakerOptions::default().slow_call_ms * MS);
+        let seen = if ours { Verdict::Cancelled } else { verdict };
+        self.watch_breaker(c, seen, latency_ns);
         self.admit_waiters(c);
         self.caller_done(id);
     }

@@ -1,0 +1,209 @@
+// resilix/prometheus against the real prom-client, resilix/otel against the OpenTelemetry SDK's
+// in-memory exporter: the same workload, the names each ecosystem expects, the values it gives.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import client from 'prom-client'
+import { MeterProvider, PeriodicExportingMetricReader, InMemoryMetricExporter, AggregationTemporality, DataPointType } from '@opentelemetry/sdk-metrics'
+import { Resilix } from '../index.js'
+import * as prometheus from '../prometheus.js'
+import * as otel from '../otel.js'
+import { sleep, deferred, keepAlive } from './helpers.mjs'
+
+/**
+ * On key 'api' (limit 1, at most 2 waiting): a success of ~30 ms, a 404, a 503, a thrown
+ * error, a call refused by the queue's cap and one whose deadline passes while it waits; one
+ * call still running when it returns (`release()` ends it). 'other' gets one success.
+ */
+async function workload(rx) {
+  await rx.execute(() => sleep(30), { key: 'api' })
+  await rx.execute(async () => ({ status: 404 }), { key: 'api' })
+  await rx.execute(async () => ({ status: 503 }), { key: 'api' })
+  await assert.rejects(rx.execute(() => Promise.reject(new Error('plain')), { key: 'api' }))
+  await rx.execute(() => 1, { key: 'other' })
+  const hold = deferred()
+  const running = rx.execute(() => hold.promise, { key: 'api' })
+  const stop = keepAlive()
+  // Waits (the queue expects ~50 ms: one call ahead and its own, each of the ~25 ms the key's
+  // calls have held their slot), then times out behind the held call.
+  const late = rx.execute(() => 1, { key: 'api', timeoutMs: 100 })
+  const waiting = rx.execute(() => 1, { key: 'api' })
+  await assert.rejects(rx.execute(() => 1, { key: 'api' }), { name: 'RejectedError', reason: 'queue' })
+  await assert.rejects(late, { name: 'TimeoutError', queued: true })
+  stop()
+  return async () => {
+    hold.resolve()
+    await running
+    await waiting
+  }
+}
+
+const options = { algorithm: 'fixed', initialLimit: 1, queue: { maxQueued: 2 } }
+
+test('resilix/prometheus: prom-client metrics named by its conventions, with the workload counted', async () => {
+  const registry = new client.Registry()
+  const rx = new Resilix(options)
+  const bystander = new Resilix()
+  const m = prometheus.instrument(rx, { registry })
+  await bystander.execute(() => 1, { key: 'api' }) // another instance: not counted
+  const release = await workload(rx)
+
+  const json = await registry.getMetricsAsJSON()
+  const byName = Object.fromEntries(json.map((x) => [x.name, x]))
+  // Conventions: snake_case under resilix_, counters end in _total, durations are histograms in seconds.
+  for (const x of json) {
+    assert.match(x.name, /^resilix_[a-z_]+$/)
+    if (x.type === 'counter') assert.match(x.name, /_total$/, x.name)
+    if (x.type === 'histogram') assert.match(x.name, /_seconds$/, x.name)
+  }
+  assert.deepEqual(Object.keys(byName).sort(), [
+    'resilix_breaker_state', 'resilix_call_active', 'resilix_call_duration_seconds', 'resilix_call_limit',
+    'resilix_call_queued', 'resilix_call_rejections_total', 'resilix_call_wait_time_seconds', 'resilix_queue_timeouts_total',
+  ])
+  const value = (name, labels, metricName) =>
+    byName[name].values.find((v) => v.metricName === metricName && Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value
+  const count = (verdict, key = 'api') => value('resilix_call_duration_seconds', { key, verdict }, 'resilix_call_duration_seconds_count')
+  assert.deepEqual(['success', 'answered', 'overload', 'failure'].map((v) => count(v)), [1, 1, 1, 1])
+  assert.equal(count('success', 'other'), 1)
+  const sum = value('resilix_call_duration_seconds', { key: 'api', verdict: 'success' }, 'resilix_call_duration_seconds_sum')
+  assert.ok(sum >= 0.025 && sum < 2, `a 30 ms call is ~0.03 s: ${sum}`)
+  assert.equal(value('resilix_call_rejections_total', { key: 'api', reason: 'queue' }), 1)
+  assert.equal(value('resilix_queue_timeouts_total', { key: 'api' }), 1)
+  // The gauges, read at the scrape: one call running, one waiting.
+  assert.equal(value('resilix_call_limit', { key: 'api' }), 1)
+  assert.equal(value('resilix_call_active', { key: 'api' }), 1)
+  assert.equal(value('resilix_call_queued', { key: 'api' }), 1)
+  assert.equal(value('resilix_breaker_state', { key: 'api', state: 'closed' }), 1)
+  assert.equal(value('resilix_breaker_state', { key: 'api', state: 'open' }), 0)
+
+  await release()
+  const waited = (await registry.getSingleMetric('resilix_call_wait_time_seconds').get()).values
+  const waitSum = waited.find((v) => v.metricName === 'resilix_call_wait_time_seconds_sum' && v.labels.key === 'api').value
+  assert.ok(waitSum > 0, 'the call that waited reports its wait')
+
+  m.dispose()
+  m.dispose()
+  assert.deepEqual(await registry.getMetricsAsJSON(), [], 'dispose() unregisters every metric')
+  await rx.execute(() => 1, { key: 'api' }) // and counting stops: a new instrument starts from nothing
+  const again = prometheus.instrument(rx, { registry })
+  const after = await registry.getSingleMetric('resilix_call_duration_seconds').get()
+  assert.equal(after.values.filter((v) => v.metricName.endsWith('_count')).length, 0)
+  again.dispose()
+})
+
+test('resilix/prometheus: an evicted key takes its series along; registry refusals are counted without their key', async () => {
+  const registry = new client.Registry()
+  const rx = new Resilix({ maxKeys: 1 })
+  const m = prometheus.instrument(rx, { registry })
+  await rx.execute(() => 1, { key: 'a' })
+  await rx.execute(() => 1, { key: 'b' }) // evicts the idle 'a'
+  const keys = async (name) => new Set((await registry.getSingleMetric(name).get()).values.map((v) => v.labels.key))
+  assert.deepEqual([...(await keys('resilix_call_duration_seconds'))], ['b'])
+  assert.deepEqual([...(await keys('resilix_call_wait_time_seconds'))], ['b'])
+
+  const busy = deferred()
+  const holding = rx.execute(() => busy.promise, { key: 'b' })
+  for (const key of ['x1', 'x2', 'x3']) await assert.rejects(rx.execute(() => 1, { key }), { reason: 'registry' })
+  const refused = (await registry.getSingleMetric('resilix_call_rejections_total').get()).values
+  assert.deepEqual(refused.map((v) => [v.labels.key, v.labels.reason, v.value]), [['', 'registry', 3]])
+  busy.resolve()
+  await holding
+  m.dispose()
+})
+
+test('resilix/prometheus: arguments are checked, naming the problem', () => {
+  const rx = new Resilix()
+  assert.throws(() => prometheus.instrument({}), /resilix\/prometheus: instrument\(rx, options\) expects a Resilix instance as rx/)
+  assert.throws(() => prometheus.instrument(rx, { regsitry: new client.Registry() }), /unknown option regsitry: did you mean registry\?/)
+  const registry = new client.Registry()
+  const m = prometheus.instrument(rx, { registry })
+  assert.throws(() => prometheus.instrument(rx, { registry }), /already been registered/, 'once per registry: prom-client says so')
+  m.dispose()
+})
+
+/** An SDK MeterProvider whose reader exports to memory on demand (`collect()`). */
+function sdk() {
+  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
+  const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 })
+  const provider = new MeterProvider({ readers: [reader] })
+  const collect = async () => {
+    exporter.reset()
+    await reader.forceFlush()
+    return exporter.getMetrics().flatMap((r) => r.scopeMetrics.flatMap((s) => s.metrics))
+  }
+  return { meter: provider.getMeter('resilix-test'), collect, shutdown: () => provider.shutdown() }
+}
+
+test('resilix/otel: OpenTelemetry metrics named by the semantic conventions, through the SDK in-memory exporter', async () => {
+  const { meter, collect, shutdown } = sdk()
+  const rx = new Resilix(options)
+  const m = otel.instrument(rx, { meter })
+  await new Resilix().execute(() => 1, { key: 'api' }) // another instance: not recorded
+  const release = await workload(rx)
+
+  const metrics = await collect()
+  const byName = Object.fromEntries(metrics.map((x) => [x.descriptor.name, x]))
+  assert.deepEqual(Object.keys(byName).sort(), [
+    'resilix.breaker.state', 'resilix.call.active', 'resilix.call.duration', 'resilix.call.limit', 'resilix.call.queued',
+    'resilix.call.rejections', 'resilix.call.wait_time', 'resilix.queue.timeouts',
+  ])
+  // Conventions: dotted names under resilix., no _total, durations are histograms in seconds
+  // with the advised buckets, counts have a {unit} annotation.
+  for (const x of metrics) {
+    assert.match(x.descriptor.name, /^resilix(\.[a-z_]+)+$/)
+    assert.doesNotMatch(x.descriptor.name, /total/)
+    if (x.dataPointType === DataPointType.HISTOGRAM) {
+      assert.equal(x.descriptor.unit, 's', x.descriptor.name)
+      assert.deepEqual(x.dataPoints[0].value.buckets.boundaries, [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10])
+    } else assert.match(x.descriptor.unit, /^\{[a-z]+\}$/, x.descriptor.name)
+  }
+  const point = (name, attrs) =>
+    byName[name].dataPoints.find((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v) && Object.keys(p.attributes).length === Object.keys(attrs).length)?.value
+  const calls = (verdict, key = 'api') => point('resilix.call.duration', { 'resilix.key': key, 'resilix.verdict': verdict })?.count
+  assert.deepEqual(['success', 'answered', 'overload', 'failure'].map((v) => calls(v)), [1, 1, 1, 1])
+  assert.equal(calls('success', 'other'), 1)
+  const success = point('resilix.call.duration', { 'resilix.key': 'api', 'resilix.verdict': 'success' })
+  assert.ok(success.sum >= 0.025 && success.sum < 2, `a 30 ms call is ~0.03 s: ${success.sum}`)
+  assert.equal(point('resilix.call.rejections', { 'resilix.key': 'api', 'resilix.rejection.reason': 'queue' }), 1)
+  assert.equal(point('resilix.queue.timeouts', { 'resilix.key': 'api' }), 1)
+  assert.equal(point('resilix.call.limit', { 'resilix.key': 'api' }), 1)
+  assert.equal(point('resilix.call.active', { 'resilix.key': 'api' }), 1)
+  assert.equal(point('resilix.call.queued', { 'resilix.key': 'api' }), 1)
+  assert.equal(point('resilix.breaker.state', { 'resilix.key': 'api', 'resilix.breaker.state': 'closed' }), 1)
+  assert.equal(point('resilix.breaker.state', { 'resilix.key': 'api', 'resilix.breaker.state': 'half-open' }), 0)
+
+  await release() // the running and the waiting call succeed: 3 successes
+  const successes = async (list) =>
+    list.find((x) => x.descriptor.name === 'resilix.call.duration').dataPoints.find((p) => p.attributes['resilix.verdict'] === 'success' && p.attributes['resilix.key'] === 'api').value.count
+  assert.equal(await successes(await collect()), 3)
+  m.dispose()
+  await rx.execute(() => 1, { key: 'api' })
+  let reads = 0
+  const stats = rx.stats.bind(rx)
+  rx.stats = (...args) => (reads++, stats(...args))
+  const after = await collect()
+  assert.equal(reads, 0, 'dispose() removes the observable callback: a collection reads no stats')
+  assert.equal(await successes(after), 3, 'no recording after dispose()')
+  await shutdown()
+})
+
+test('resilix/otel: without a meter, the global MeterProvider of @opentelemetry/api', async () => {
+  const { metrics } = await import('@opentelemetry/api')
+  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
+  const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 })
+  const provider = new MeterProvider({ readers: [reader] })
+  metrics.setGlobalMeterProvider(provider)
+  try {
+    const rx = new Resilix()
+    const m = otel.instrument(rx)
+    await rx.execute(() => 1, { key: 'k' })
+    await reader.forceFlush()
+    const scopes = exporter.getMetrics().flatMap((r) => r.scopeMetrics)
+    assert.deepEqual(scopes.map((s) => s.scope.name), ['resilix'])
+    assert.equal(scopes[0].scope.version, JSON.parse((await import('node:fs')).readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version)
+    m.dispose()
+  } finally {
+    metrics.disable()
+    await provider.shutdown()
+  }
+  assert.throws(() => otel.instrument(new Resilix(), { meter: undefined, bucket: [1] }), /resilix\/otel: unknown option bucket: did you mean buckets\?/)
+})

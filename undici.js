@@ -3,7 +3,7 @@
 //   new Agent().compose(interceptor(rx, options))
 // Every request through that dispatcher (fetch included, with setGlobalDispatcher) waits for a
 // permit of its key, has its latency marked at the response headers or at the first chunk of an
-// event stream (ADR 0807), and holds its slot until its body ends. This module never loads
+// event stream (ADR 0809), and holds its slot until its body ends. This module never loads
 // undici itself (ADR 0800).
 
 const { interceptorSettings } = require('./lib/interceptor/options')

@@ -16,7 +16,7 @@ const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'mark'])
 const BODY_TIMEOUT_MS = 60_000
 
 /**
- * Responses marked at their first body chunk by default (ADR 0807): a server streaming events
+ * Responses marked at their first body chunk by default (ADR 0809): a server streaming events
  * or JSON lines sends its headers at once and its first event when the upstream produced it,
  * so the headers time nothing. Server-sent events (OpenAI, Anthropic, vLLM) and NDJSON (Ollama).
  */

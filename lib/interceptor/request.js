@@ -1,7 +1,7 @@
 'use strict'
 // One request through the interceptor (ADR 0800). It waits for a permit (`rx.acquire`), then
 // goes to the next dispatcher; the latency is marked at the response headers or at the first
-// body chunk (`mark`, ADR 0807) and the permit is released when the body ends, errors or is
+// body chunk (`mark`, ADR 0809) and the permit is released when the body ends, errors or is
 // aborted. Two faces: the caller's handler talks to its `Controller`; the next dispatcher calls
 // this object's handler methods.
 //

@@ -355,3 +355,58 @@ fn no_policy_at_all_still_accounts_permits() {
     );
     assert_eq!(e.stats(h, ms(1)).unwrap().inflight, 0);
 }
+
+/// 15 rounds on a limit of 1: a call A succeeds, and a call B times out 10 ms after it starts
+/// (`run_ms` later, with its response started after 1 ms when `mark`). With `queued`, B waited
+/// in the queue behind A. Half the calls are timeouts: enough to open a breaker that counts them.
+fn rounds(queued: bool, mark: bool, run_ms: u64) -> BreakerState {
+    let (mut e, h) = engine(PolicyOptions {
+        // A window long enough to hold every round, slow ones included.
+        breaker: Some(BreakerOptions {
+            window_ms: 600_000,
+            ..BreakerOptions::default()
+        }),
+        limiter: Some(fixed(1, Some(QueueOptions::default()))),
+        bulkhead: None,
+    });
+    let mut t = 0;
+    for _ in 0..15 {
+        let a = match e.acquire(h, ms(t)).unwrap() {
+            Acquired::Rejected(RejectReason::Breaker) => return BreakerState::Open,
+            other => permit(other),
+        };
+        let b = if queued {
+            assert_eq!(e.acquire(h, ms(t)).unwrap(), Acquired::Queued);
+            t += 5;
+            assert_eq!(e.settle(h, a, Verdict::Success, ms(t)).unwrap(), Ok(1));
+            permit(e.admit_queued(h, ms(t)).unwrap().expect("the slot is free"))
+        } else {
+            t += 5;
+            e.settle(h, a, Verdict::Success, ms(t)).unwrap().unwrap();
+            match e.acquire(h, ms(t)).unwrap() {
+                Acquired::Rejected(RejectReason::Breaker) => return BreakerState::Open,
+                other => permit(other),
+            }
+        };
+        if mark {
+            assert!(e.mark(h, b, ms(t + 1)).unwrap());
+        }
+        t += run_ms;
+        e.settle(h, b, Verdict::Timeout, ms(t)).unwrap().unwrap();
+        t += 1;
+    }
+    e.stats(h, ms(t)).unwrap().breaker.unwrap()
+}
+
+#[test]
+fn a_waited_call_that_times_out_after_its_response_started_is_not_held_against_the_upstream() {
+    // Its deadline was spent in our queue: the breaker stays closed.
+    assert_eq!(rounds(true, true, 10), BreakerState::Closed);
+    // The same with no response yet, but held by the upstream for less than slowCallMs.
+    assert_eq!(rounds(true, false, 10), BreakerState::Closed);
+    // A call that never waited: its timeout is the upstream's.
+    assert_eq!(rounds(false, true, 10), BreakerState::Open);
+    // A waited call the upstream held past slowCallMs without answering: the upstream's too.
+    let slow = BreakerOptions::default().slow_call_ms + 1;
+    assert_eq!(rounds(true, false, slow), BreakerState::Open);
+}

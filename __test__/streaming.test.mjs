@@ -39,11 +39,12 @@ function judge(t, name, f, checks) {
 // The goals, each `[what was measured, whether it holds]`.
 const goal = {
   breaker: (f) => [`the breaker never opens (opened at ${JSON.stringify(f.breakerOpenedAtS)} s)`, f.breakerOpenedAtS.length === 0],
-  // The breaker opens after 5 consecutive failures: it stays closed through such runs only if
-  // it does not count them. stats().verdicts still names how the call ended.
+  // An opening is seen at the settle that caused it: no opening may follow the settle of such a
+  // timeout. With 5 or more of them in a row (breaker.consecutiveFailures) and no opening, the
+  // breaker did not count them. stats().verdicts still names how each call ended.
   mostlyQueued: (f) => [
-    `no call whose deadline was spent mostly in our queue is counted as an upstream timeout: the breaker stays closed through ${f.mostlyQueued} of them (${f.mostlyQueuedInARow} in a row; verdicts.timeout ${f.verdicts.timeout})`,
-    f.mostlyQueued === 0 || f.breakerOpenedAtS.length === 0,
+    `no call whose deadline was spent mostly in our queue is counted as an upstream timeout: ${f.mostlyQueued} such timeouts (${f.mostlyQueuedInARow} in a row; verdicts.timeout ${f.verdicts.timeout}); the breaker opened on ${JSON.stringify(f.breakerOpenedBy)}`,
+    f.breakerOpenedBy.every((b) => !b.mostlyQueued),
   ],
   noQueueTimeout: (f) => [`no call times out waiting in our queue (${f.queuedTimeouts} did)`, f.queuedTimeouts === 0],
   refusedAtOnce: (f) => [`'queue' refusals come at once (slowest ${f.queueRefusalMaxMs} ms of ${f.queueRefusals})`, f.queueRefusalMaxMs < 1000],

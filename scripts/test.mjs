@@ -26,7 +26,7 @@ const tmp = mkdtempSync(join(tmpdir(), 'resilix-test-'))
 // timed out on a test process kept alive after a failed assertion).
 const MINUTE = 60_000
 // Budgets sum to 12 + 25 + 3 × 10 + 5 × 2 + 3 = 80 min, inside CI's 90 with npm ci; a clean run
-// takes ~16. A Node runtime takes ~6.5 min on 2 cores, 2.5 of them the streaming tests.
+// takes ~24 on 2 cores (cargo 2, each Node runtime 7, of which 2.5 are the streaming tests).
 let lastStdout = ''
 
 // The innermost failing tests of a TAP report, each with the first lines of its error. A file

@@ -28,4 +28,7 @@ fn main() {
             t.baseline_ms[0][tick]
         );
     }
+    for (at, cause) in &t.breaker_trips {
+        println!("breaker opened at {:.1}s: {cause:?}", *at as f64 / 1e9);
+    }
 }

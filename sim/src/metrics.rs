@@ -245,6 +245,13 @@ pub fn compute(run: &Run) -> Vec<Metric> {
                 .iter()
                 .filter(|c| c.verdict == Verdict::Timeout && c.end >= aa && c.end < bb)
                 .count();
+            let waits: Vec<f64> = run
+                .tr
+                .calls
+                .iter()
+                .filter(|c| c.admitted && c.created >= aa && c.created < bb)
+                .map(|c| (c.started - c.created) as f64 / 1e6)
+                .collect();
             vec![
                 ("breakerTrips", some(run.tr.breaker_trips.len() as f64)),
                 (
@@ -260,6 +267,7 @@ pub fn compute(run: &Run) -> Vec<Metric> {
                     some(baseline / (st.ttft_median_ns / 1e6)),
                 ),
                 ("timeouts", some(timeouts as f64)),
+                ("meanWaitMs", some(mean(waits.iter().copied()))),
                 ("shedPct", some(run.shed_pct(a, b))),
             ]
         }

@@ -353,6 +353,7 @@ impl<'a> World<'a> {
             verdict,
             admitted: true,
             created: call.created,
+            started: call.admitted,
             end: self.now,
             latency_ns,
         });
@@ -424,6 +425,7 @@ impl<'a> World<'a> {
                     verdict: Verdict::Timeout,
                     admitted: false,
                     created: call.created,
+                    started: 0,
                     end: self.now,
                     latency_ns: 0,
                 });

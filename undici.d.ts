@@ -3,10 +3,17 @@
 import type { Dispatcher } from 'undici'
 import type { Resilix, RetryOptions, Verdict } from './index.js'
 
+/** A response's status and headers (lower-case names), as `classify` and `mark` see them. */
+export interface ResponseHead {
+  statusCode: number
+  headers: Record<string, string | string[] | undefined>
+}
+
 /** A response or a failed request, as the interceptor's `classify` sees it. */
-export type ResponseOutcome =
-  | { ok: true; value: { statusCode: number; headers: Record<string, string | string[] | undefined> } }
-  | { ok: false; error: unknown }
+export type ResponseOutcome = { ok: true; value: ResponseHead } | { ok: false; error: unknown }
+
+/** Where a response's latency sample ends: at its headers, or at the first chunk of its body. */
+export type MarkAt = 'headers' | 'firstChunk'
 
 export interface InterceptorOptions {
   /**
@@ -16,11 +23,20 @@ export interface InterceptorOptions {
    */
   key?: string | ((options: Dispatcher.DispatchOptions) => string)
   /**
-   * Deadline in ms from the dispatch to the response headers, queue wait included; then the
-   * request is aborted and the caller gets a `TimeoutError`. Default: the instance's `timeoutMs`.
-   * `false`: none.
+   * Deadline in ms from the dispatch to the mark (the response headers, or the first body chunk
+   * when marking there), queue wait included; then the request is aborted and the caller gets a
+   * `TimeoutError` (after the headers, as the body's error). Default: the instance's
+   * `timeoutMs`. `false`: none.
    */
   timeoutMs?: number | false
+  /**
+   * Where the latency the limiter learns from ends: `'headers'`, or `'firstChunk'` (the first
+   * chunk of the body: the first event or token of a stream whose server sends its headers at
+   * once). A function of the response chooses per response. Default: `'firstChunk'` for
+   * `text/event-stream` and `application/x-ndjson` responses, `'headers'` for the rest. The
+   * slot is held until the body ends either way.
+   */
+  mark?: MarkAt | ((response: ResponseHead) => MarkAt)
   /**
    * After the headers, the most time in ms the body may go without delivering a chunk, whether
    * the upstream stalls or nobody reads it; then the request is aborted and its slot freed.
@@ -48,8 +64,8 @@ export interface InterceptorOptions {
 
 /**
  * An undici interceptor: `new Agent().compose(interceptor(rx))`. Each request waits for a
- * permit of its key, the latency is marked at the response headers, and the slot is held until
- * the body ends, errors or is aborted. Refusals reach the caller as `RejectedError` (with
+ * permit of its key, the latency is marked at the response headers (at the first body chunk of
+ * an event stream: `mark`), and the slot is held until the body ends, errors or is aborted. Refusals reach the caller as `RejectedError` (with
  * `fetch`, as the `cause` of its `TypeError`).
  * @throws {TypeError} when `rx` is not a Resilix, or an option is unknown or of the wrong type.
  * @throws {RangeError} when `timeoutMs` or `bodyTimeoutMs` is out of range.

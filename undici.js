@@ -2,8 +2,9 @@
 // resilix/undici: resilix as an undici interceptor, in undici's own composition style:
 //   new Agent().compose(interceptor(rx, options))
 // Every request through that dispatcher (fetch included, with setGlobalDispatcher) waits for a
-// permit of its key, has its latency marked at the response headers, and holds its slot until
-// its body ends. This module never loads undici itself (ADR 0800).
+// permit of its key, has its latency marked at the response headers or at the first chunk of an
+// event stream (ADR 0809), and holds its slot until its body ends. This module never loads
+// undici itself (ADR 0800).
 
 const { interceptorSettings } = require('./lib/interceptor/options')
 const { ResilientRequest } = require('./lib/interceptor/request')

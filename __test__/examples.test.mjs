@@ -16,7 +16,7 @@ const expected = {
   'fetch.mjs': /10 parallel calls ok[\s\S]*\/busy: HTTP 429[\s\S]*\/slow: timed out/,
   'undici-request.mjs': /60 calls at once:[\s\S]*verdicts/,
   'undici-interceptor.mjs':
-    /10 parallel fetches ok[\s\S]*\/busy: HTTP 503[\s\S]*\/slow: timed out[\s\S]*while streaming: 1\n[\s\S]*slot freed after[\s\S]*refused by resilix \(limit\)[\s\S]*inflight 0/,
+    /10 parallel fetches ok[\s\S]*\/busy: HTTP 503[\s\S]*\/slow: timed out[\s\S]*while streaming: 1\n\/events: latency sample \d{3,} ms[\s\S]*slot freed after[\s\S]*refused by resilix \(limit\)[\s\S]*inflight 0/,
   'streaming-sse.mjs': /pattern 1: 4 streams[\s\S]*pattern 2: slot held/,
   'many-hosts.mjs': /keys alive:[\s\S]*stats\(\) covers 3 keys/,
   'otel-metrics.mjs':

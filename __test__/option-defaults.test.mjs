@@ -4,7 +4,8 @@
 // README's Options table; the retry policy's also in lib/retry-options.js, which runs them.
 // These tests hold the four equal, and check what the built addon exposes at run time against
 // the engine's values, so that a default changed in one place fails here until every place says
-// the same. The interceptor's one default (bodyTimeoutMs) is held the same way.
+// the same. The interceptor's defaults (bodyTimeoutMs, the content types mark reads) are held
+// the same way.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
@@ -176,4 +177,17 @@ test('the interceptor default bodyTimeoutMs agrees across lib/interceptor/option
   const row = read('README.md').split('\n').find((l) => l.startsWith('| `bodyTimeoutMs` |'))
   assert.ok(row, 'README has a bodyTimeoutMs row')
   assert.equal(Number(row.split('|')[2].replace(/\s/g, '')), value)
+})
+
+test("the interceptor's default mark (the first chunk of an event stream) names the same content types in lib/interceptor/options.js, undici.d.ts and the README", async () => {
+  const { STREAM_TYPES } = await import('../lib/interceptor/options.js')
+  const types = [...STREAM_TYPES]
+  assert.ok(types.includes('text/event-stream'))
+  const doc = [...read('undici.d.ts').matchAll(/\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*\n\s*(\w+)\??:/g)].find((d) => d[2] === 'mark')
+  assert.ok(doc, 'undici.d.ts documents mark')
+  const named = (text) => [...text.matchAll(/`([a-z]+\/[\w.+-]+)`/g)].map((m) => m[1]).sort()
+  assert.deepEqual(named(/Default:[^.]*/.exec(doc[1].replace(/\s*\*\s*/g, ' '))[0]), types.slice().sort())
+  const row = read('README.md').split('\n').find((l) => l.startsWith('| `mark` |'))
+  assert.ok(row, 'README has a mark row')
+  assert.deepEqual(named(row.split('|')[2]), types.slice().sort())
 })

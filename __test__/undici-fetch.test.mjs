@@ -80,6 +80,20 @@ test('fetch: SSE holds its slot for the whole stream, past timeoutMs; cancelling
   assert.equal(rx.stats(up.origin).verdicts.timeout, 0)
 })
 
+test('fetch: an SSE response is marked at its first event (its headers come at once); past timeoutMs with no event the body errors', async () => {
+  const rx = fixed(4)
+  protect(rx, { timeoutMs: 2000 })
+  const res = await fetch(up.url('/sse-first/600'))
+  assert.match(await res.text(), /data: 5/)
+  const sample = rx.stats(up.origin).lastLatencyMs
+  assert.ok(sample >= 550 && sample < 5000, `latency sample ${sample} ms: the time to the first event (600 ms)`)
+  const late = await fetch(up.url('/sse-first/5000'), { dispatcher: new Agent().compose(interceptor(rx, { timeoutMs: 300 })) })
+  assert.equal(late.status, 200)
+  await assert.rejects(late.text(), (err) => isTimeoutError(err) || isTimeoutError(err?.cause))
+  await until(() => rx.stats(up.origin).inflight === 0, 5000, 'the slot to be freed')
+  assert.equal(rx.stats(up.origin).verdicts.timeout, 1)
+})
+
 test('fetch: a body never read frees its slot after bodyTimeoutMs', async () => {
   const rx = fixed(4)
   protect(rx, { bodyTimeoutMs: 1000 })

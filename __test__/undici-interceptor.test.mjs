@@ -123,6 +123,87 @@ test('SSE: the slot is held for the whole stream, past timeoutMs; freed with its
   await agent.close()
 })
 
+test('an event stream (SSE, NDJSON) is marked at its first body chunk by default: the sample is the time to the first event, not to the headers', async () => {
+  for (const route of ['/sse-first/600', '/ndjson-first/600']) {
+    const rx = fixed(4)
+    const agent = through(rx)
+    const res = await request(up.url(route), { dispatcher: agent })
+    assert.equal(stats(rx).inflight, 1)
+    const text = await res.body.text()
+    assert.match(text, /5/, 'the whole stream reached the caller')
+    const sample = stats(rx).lastLatencyMs
+    assert.ok(sample >= 550 && sample < 5000, `${route}: latency sample ${sample} ms, not the time to the first event (600 ms)`)
+    assert.equal(stats(rx).verdicts.success, 1)
+    assert.equal(stats(rx).inflight, 0)
+    await agent.close()
+  }
+})
+
+test("mark: 'headers' keeps the sample at the headers for any response; 'firstChunk' moves it to the first chunk for any response", async () => {
+  const rx = fixed(4)
+  const atHeaders = through(rx, { key: 'headers', mark: 'headers' })
+  await (await request(up.url('/sse-first/600'), { dispatcher: atHeaders })).body.text()
+  assert.ok(rx.stats('headers').lastLatencyMs < 400, `marked at the headers: ${rx.stats('headers').lastLatencyMs} ms`)
+  const atChunk = through(rx, { key: 'chunk', mark: 'firstChunk' })
+  await (await request(up.url('/late-body/600'), { dispatcher: atChunk })).body.text()
+  assert.ok(rx.stats('chunk').lastLatencyMs >= 550, `marked at the first chunk of a text/plain body: ${rx.stats('chunk').lastLatencyMs} ms`)
+  // The default for a body that is not an event stream stays at the headers.
+  const byDefault = through(rx, { key: 'default-plain' })
+  await (await request(up.url('/late-body/600'), { dispatcher: byDefault })).body.text()
+  assert.ok(rx.stats('default-plain').lastLatencyMs < 400, `text/plain by default: ${rx.stats('default-plain').lastLatencyMs} ms`)
+  await Promise.all([atHeaders.close(), atChunk.close(), byDefault.close()])
+})
+
+test('mark as a function of the response picks per response; a bad answer fails that request with a TypeError naming it, slot freed', async () => {
+  const rx = fixed(4)
+  const seen = []
+  const byPath = through(rx, {
+    mark: (response) => {
+      seen.push([response.statusCode, response.headers['content-type']])
+      return response.headers['content-type'] === 'text/plain' ? 'firstChunk' : 'headers'
+    },
+  })
+  await (await request(up.url('/late-body/600'), { dispatcher: byPath })).body.text()
+  assert.ok(stats(rx).lastLatencyMs >= 550, `marked at the first chunk: ${stats(rx).lastLatencyMs} ms`)
+  await (await request(up.url('/sse-first/600'), { dispatcher: byPath })).body.text()
+  assert.ok(stats(rx).lastLatencyMs < 400, `marked at the headers: ${stats(rx).lastLatencyMs} ms`)
+  assert.deepEqual(seen, [[200, 'text/plain'], [200, 'text/event-stream; charset=utf-8']])
+
+  const odd = through(rx, { mark: () => 'body' })
+  await assert.rejects(request(up.url('/ok'), { dispatcher: odd }), (err) => err instanceof TypeError && /mark function returned the string "body"; expected 'headers' or 'firstChunk'/.test(err.message))
+  const boom = through(rx, {
+    mark: () => {
+      throw new Error('mark bug')
+    },
+  })
+  await assert.rejects(request(up.url('/ok'), { dispatcher: boom }), /mark bug/)
+  assert.equal(stats(rx).inflight, 0)
+  await Promise.all([byPath.close(), odd.close(), boom.close()])
+})
+
+test('marking at the first chunk, timeoutMs runs to it: headers at once and no event in time is a timeout, the body errors, slot freed', async () => {
+  const rx = fixed(4)
+  const agent = through(rx, { timeoutMs: 300 })
+  const t0 = performance.now()
+  const res = await request(up.url('/sse-first/3000'), { dispatcher: agent })
+  assert.equal(res.statusCode, 200, 'the headers reach the caller at once')
+  await assert.rejects(res.body.text(), (err) => {
+    assert.ok(isTimeoutError(err), String(err))
+    assert.equal(err.timeoutMs, 300)
+    assert.match(err.message, /no body chunk within 300 ms/)
+    return true
+  })
+  assert.ok(performance.now() - t0 < 2500, 'answered at the deadline, not at the first event')
+  assert.equal(stats(rx).inflight, 0)
+  assert.equal(stats(rx).verdicts.timeout, 1)
+  // Marked at the headers, the same stream is past its deadline once they came.
+  const atHeaders = through(rx, { timeoutMs: 300, mark: 'headers' })
+  const text = await (await request(up.url('/sse-first/600'), { dispatcher: atHeaders })).body.text()
+  assert.match(text, /data: 5/)
+  assert.equal(stats(rx).verdicts.success, 1)
+  await Promise.all([agent.close(), atHeaders.close()])
+})
+
 test('a large body never read: aborted bodyTimeoutMs after its last chunk, slot freed, status verdict (nobody read it)', async () => {
   const rx = fixed(4)
   const agent = through(rx, { bodyTimeoutMs: 1000 })
@@ -328,6 +409,7 @@ test('interceptor options are checked when it is built, naming the problem', () 
   assert.throws(() => interceptor(rx, { classify: 'x' }), /option classify must be a function/)
   assert.throws(() => interceptor(rx, { timeoutMs: -1 }), RangeError)
   assert.throws(() => interceptor(rx, { bodyTimeoutMs: '5s' }), /bodyTimeoutMs must be a number of milliseconds or false/)
+  assert.throws(() => interceptor(rx, { mark: 'body' }), (e) => e instanceof TypeError && /option mark must be 'headers', 'firstChunk' or a function/.test(e.message))
   assert.throws(() => interceptor(rx)(null), /wraps a dispatch function/)
   const dispatch = interceptor(rx)(() => true)
   assert.throws(() => dispatch({ origin: up.origin, path: '/', method: 'GET' }, { onConnect() {} }), /Dispatcher\.compose\(\) of undici 7/)

@@ -91,7 +91,8 @@ await Promise.all([completeHeld('e', true), completeHeld('f', false)])
 const marked = rx.stats(`${key}/held`).lastLatencyMs
 const unmarked = rx.stats(`${key}/held-unmarked`).lastLatencyMs
 console.log(`pattern 2: slot held for the whole stream; latency sample with mark() ${marked.toFixed(0)} ms, without ${unmarked.toFixed(0)} ms`)
-console.log('  without mark() the limiter would read every stream as a slow call and cut the limit')
+console.log('  without mark() the sample is the whole stream: baselineMs reads stream lengths, and a stream past')
+console.log('  breaker.slowCallMs (5 s) is a slow call, so long streams open the breaker against a healthy upstream')
 
 if (!(s1.lastLatencyMs < 1000 && marked < 1000 && unmarked > 1000)) {
   console.error('unexpected latency samples')

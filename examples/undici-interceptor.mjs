@@ -1,23 +1,32 @@
 // Every fetch in the process through resilix, with no change at the call sites: the undici
 // interceptor on the global dispatcher. Each request is keyed by its origin, its latency is
-// marked at the response headers, and its slot is held until its body ends. Runs against a
-// local server it starts itself.
+// marked at the response headers (an event stream's at its first event), and its slot is held
+// until its body ends. Runs against a local server it starts itself.
 //   node examples/undici-interceptor.mjs
 import http from 'node:http'
 import { Agent, setGlobalDispatcher } from 'undici'
 import { Resilix, findRejectedError, findTimeoutError } from 'resilix' // resolves to this repository (package self-reference)
 import { interceptor } from 'resilix/undici'
 
-// A local upstream: /busy answers 503, /slow takes 2 s, /events streams server-sent events,
-// /report is a large body, anything else a small JSON document.
+// A local upstream: /busy answers 503, /slow takes 2 s, /events streams server-sent events as an
+// LLM does (the headers at once, the first token 300 ms later, then one every 50 ms), /report
+// is a large body, anything else a small JSON document.
 const server = http.createServer((req, res) => {
   if (req.url === '/busy') return res.writeHead(503).end()
   if (req.url === '/slow') return setTimeout(() => res.end('late'), 10_000).unref()
   if (req.url === '/events') {
     res.writeHead(200, { 'content-type': 'text/event-stream' })
+    res.flushHeaders()
     let n = 0
-    const tick = setInterval(() => res.write(`data: token ${n++}\n\n`), 50)
-    return req.on('close', () => clearInterval(tick))
+    let tick
+    const first = setTimeout(() => {
+      res.write(`data: token ${n++}\n\n`)
+      tick = setInterval(() => res.write(`data: token ${n++}\n\n`), 50)
+    }, 300)
+    return req.on('close', () => {
+      clearTimeout(first)
+      clearInterval(tick)
+    })
   }
   if (req.url === '/report') return res.end(Buffer.alloc(8 * 1024 * 1024, 'x'))
   res.setHeader('content-type', 'application/json')
@@ -26,7 +35,7 @@ const server = http.createServer((req, res) => {
 await new Promise((r) => server.listen(0, '127.0.0.1', r))
 const base = `http://127.0.0.1:${server.address().port}`
 
-const rx = new Resilix({ timeoutMs: 3000 }) // deadline to the response headers, queue wait included
+const rx = new Resilix({ timeoutMs: 3000 }) // deadline to the response headers (a stream's first event), queue wait included
 setGlobalDispatcher(new Agent().compose(interceptor(rx, { bodyTimeoutMs: 1000 })))
 // A dispatcher of its own for calls with a tighter deadline (same rx: same key, same limit).
 const tight = new Agent().compose(interceptor(rx, { timeoutMs: 2000 }))
@@ -48,7 +57,7 @@ try {
 }
 
 // A stream holds its slot for as long as it is read, past the 2 s deadline (which bounds the
-// wait for its headers, not its length).
+// wait for its first event, not its length). Its latency sample is the time to that event.
 const stream = await fetch(`${base}/events`, { dispatcher: tight })
 const reader = stream.body.getReader()
 let tokens = 0
@@ -56,6 +65,7 @@ const started = Date.now()
 while (Date.now() - started < 2500) tokens += new TextDecoder().decode((await reader.read()).value).split('\n\n').length - 1
 console.log(`/events: ${tokens} tokens in 2.5 s, slots in flight while streaming: ${rx.stats(base).inflight}`)
 await reader.cancel()
+console.log(`/events: latency sample ${Math.round(rx.stats(base).lastLatencyMs)} ms, the time to the first token (its headers came at once)`)
 
 // A body nobody reads is aborted once it has delivered nothing for bodyTimeoutMs.
 const unread = await fetch(`${base}/report`)

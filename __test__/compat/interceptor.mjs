@@ -82,6 +82,16 @@ check("interceptor: timeoutMs aborts a request whose headers are late; fetch's T
     assert.deepEqual([s.inflight, s.verdicts.timeout], [0, 1])
   }))
 
+check('interceptor: an SSE response is marked at its first event, not at its headers that came at once', () =>
+  withUpstream(async (up, through) => {
+    const rx = fixed(2)
+    const res = await fetch(up.url('/sse-first/600'), { dispatcher: through(rx) })
+    assert.match(await res.text(), /data: 5/)
+    const s = rx.stats(up.origin)
+    assert.ok(s.lastLatencyMs >= 550 && s.lastLatencyMs < 5000, `latency sample ${s.lastLatencyMs} ms: the time to the first event (600 ms)`)
+    assert.deepEqual([s.inflight, s.verdicts.success], [0, 1])
+  }))
+
 if (runtime === 'bun') {
   check("Bun: the specifier 'undici' is Bun's built-in, whose Agent has no compose (why Bun users import 'undici/index.js')", async () => {
     const builtin = await import('undici')

@@ -2,7 +2,7 @@
 import { Agent, Pool, setGlobalDispatcher } from 'undici'
 import { Resilix } from '../../index.js'
 import { interceptor } from '../../undici.js'
-import type { InterceptorOptions, ResponseOutcome } from '../../undici.js'
+import type { InterceptorOptions, MarkAt, ResponseHead, ResponseOutcome } from '../../undici.js'
 
 const rx = new Resilix({ timeoutMs: 2000 })
 setGlobalDispatcher(new Agent().compose(interceptor(rx)))
@@ -16,6 +16,9 @@ const pool = new Pool('http://127.0.0.1:1').compose(
 )
 const byHost: InterceptorOptions = { key: (opts) => String(opts.origin) }
 new Agent().compose(interceptor(rx, byHost), interceptor(rx))
+new Agent().compose(interceptor(rx, { mark: 'firstChunk' }), interceptor(rx, { mark: 'headers' }))
+const markBy = (r: ResponseHead): MarkAt => (r.headers['content-type'] === 'text/plain' ? 'firstChunk' : 'headers')
+interceptor(rx, { mark: markBy })
 new Agent().compose(interceptor(rx, { retry: { attempts: 2, retryOn: ['overload'] }, retryMethods: ['GET', 'PUT'] }))
 // @ts-expect-error: retryMethods is a list of method names
 interceptor(rx, { retryMethods: 'GET' })
@@ -24,6 +27,10 @@ interceptor(rx, { retryMethods: 'GET' })
 interceptor(rx, { bodyTimeout: 5 })
 // @ts-expect-error: classify returns a verdict
 interceptor(rx, { classify: () => 'great' })
+// @ts-expect-error: mark is 'headers' or 'firstChunk'
+interceptor(rx, { mark: 'body' })
+// @ts-expect-error: a mark function answers 'headers' or 'firstChunk'
+interceptor(rx, { mark: () => true })
 // @ts-expect-error: rx is a Resilix
 interceptor({}, {})
 void pool

@@ -274,6 +274,15 @@ impl PolicySet {
                 && slot.waited
                 && (slot.mark != 0 || duration_ns < b.slow_call_ns());
             let seen = if ours { Verdict::Cancelled } else { verdict };
+            // Before the limit has been learnt from one window, a slow call may only have
+            // queued at the upstream behind our own first burst (streams queued for a
+            // generation slot): no evidence of a slow upstream (ADR 0116).
+            let sized = self.limiter.as_ref().is_none_or(|l| l.algorithm().sized());
+            let latency_ns = if sized {
+                latency_ns
+            } else {
+                latency_ns.min(b.slow_call_ns().saturating_sub(1))
+            };
             b.on_result(end, seen, latency_ns, slot.probe_cycle);
         }
         if let Some(b) = &mut self.bulkhead {

@@ -410,3 +410,53 @@ fn a_waited_call_that_times_out_after_its_response_started_is_not_held_against_t
     let slow = BreakerOptions::default().slow_call_ms + 1;
     assert_eq!(rounds(true, false, slow), BreakerState::Open);
 }
+
+/// `n` calls of a new adaptive key, each slower than `slowCallMs` (streams that queued for a
+/// generation slot behind the first burst), settled at 6 s, then `after` more once a window of
+/// 300 fast calls has closed: whether the breaker opened after each.
+fn slow_calls_before_and_after_a_window(n: u64, after: u64) -> (bool, bool) {
+    let (mut e, h) = engine(PolicyOptions {
+        breaker: Some(BreakerOptions::default()),
+        limiter: Some(LimiterOptions {
+            queue: None,
+            ..LimiterOptions::default()
+        }),
+        bulkhead: None,
+    });
+    let open = |e: &Engine, t| e.stats(h, t).unwrap().breaker == Some(BreakerState::Open);
+    let slow = BreakerOptions::default().slow_call_ms + 1_000;
+    let settle_slow = |e: &mut Engine, from: u64, n: u64| {
+        for i in 0..n {
+            let Acquired::Permit(id) = e.acquire(h, ms(from + i)).unwrap() else {
+                break; // the breaker opened
+            };
+            e.settle(h, id, Verdict::Success, ms(from + i + slow))
+                .unwrap()
+                .unwrap();
+        }
+    };
+    settle_slow(&mut e, 0, n);
+    let before = open(&e, ms(slow + n));
+    // A window of fast calls closes (3 s of them): the limit is learnt.
+    for i in 0..300 {
+        let id = permit(e.acquire(h, ms(slow + n + 10 * i)).unwrap());
+        e.settle(h, id, Verdict::Success, ms(slow + n + 10 * i + 5))
+            .unwrap()
+            .unwrap();
+    }
+    let from = slow + n + 3_100;
+    settle_slow(&mut e, from, after);
+    (before, open(&e, ms(from + slow + after)))
+}
+
+#[test]
+fn slow_calls_before_the_limit_is_learnt_do_not_open_the_breaker() {
+    // 100 slow calls then: a first burst above a capacity the limiter has not sized yet is our
+    // own queue at the upstream. Once a window has closed the same calls are the upstream's.
+    let (before, after) = slow_calls_before_and_after_a_window(100, 500);
+    assert!(!before, "opened on slow calls before any window");
+    assert!(
+        after,
+        "slow calls after the first window must still open it"
+    );
+}

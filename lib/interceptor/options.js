@@ -8,7 +8,7 @@ const { isUrl } = require('../keys')
 
 const { callRetry } = require('../retry-options')
 
-const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'retry', 'retryMethods'])
+const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'mark', 'retry', 'retryMethods'])
 
 /** The methods RFC 9110 defines as idempotent: the only ones retried unless told otherwise. */
 const IDEMPOTENT = ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']
@@ -19,6 +19,25 @@ const IDEMPOTENT = ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']
  * most HTTP stacks already live behind. A guess for this use, not measured.
  */
 const BODY_TIMEOUT_MS = 60_000
+
+/**
+ * Responses marked at their first body chunk by default (ADR 0809): a server streaming events
+ * or JSON lines sends its headers at once and its first event when the upstream produced it,
+ * so the headers time nothing. Server-sent events (OpenAI, Anthropic, vLLM) and NDJSON (Ollama).
+ */
+const STREAM_TYPES = new Set(['text/event-stream', 'application/x-ndjson'])
+
+const HEADERS = 'headers'
+const FIRST_CHUNK = 'firstChunk'
+
+/** The default `mark`: the first chunk for a streaming content type, else the headers. */
+function markByContentType(statusCode, headers) {
+  let type = headers?.['content-type']
+  if (Array.isArray(type)) type = type[0]
+  if (typeof type !== 'string') return HEADERS
+  const semi = type.indexOf(';')
+  return STREAM_TYPES.has((semi < 0 ? type : type.slice(0, semi)).trim().toLowerCase()) ? FIRST_CHUNK : HEADERS
+}
 
 // Normalised origins by the string undici was given (`new URL()` costs about a microsecond).
 // Bounded: cleared when full, so that invented origins cannot grow it.
@@ -48,8 +67,27 @@ function originKey(opts) {
 }
 
 /**
+ * `markAt(statusCode, headers)` for the `mark` option: `'headers'` or `'firstChunk'`; a
+ * function's answer is checked on every response (a bad one fails that request).
+ */
+function markOption(mark) {
+  if (mark === undefined) return markByContentType
+  if (mark === HEADERS || mark === FIRST_CHUNK) return () => mark
+  if (typeof mark === 'function') {
+    return (statusCode, headers) => {
+      const at = mark({ statusCode, headers })
+      if (at === HEADERS || at === FIRST_CHUNK) return at
+      throw new TypeError(`resilix/undici: the mark function returned ${describe(at)}; expected 'headers' or 'firstChunk'`)
+    }
+  }
+  throw new TypeError(
+    `resilix/undici: option mark must be 'headers', 'firstChunk' or a function ({ statusCode, headers }) => 'headers' | 'firstChunk', got ${describe(mark)}`,
+  )
+}
+
+/**
  * Validates the interceptor's arguments and returns the settings every request reads:
- * `{ rx, keyOf, timeoutMs, bodyTimeoutMs, classify, retry, retryMethods }`.
+ * `{ rx, keyOf, timeoutMs, bodyTimeoutMs, classify, markAt, retry, retryMethods }`.
  */
 function interceptorSettings(rx, options) {
   if (!isResilix(rx)) {
@@ -92,6 +130,8 @@ function interceptorSettings(rx, options) {
   const bodyTimeoutMs =
     options.bodyTimeoutMs !== undefined ? timeoutOption('bodyTimeoutMs', options.bodyTimeoutMs) : BODY_TIMEOUT_MS
 
+  const markAt = markOption(options.mark)
+
   // As for execute(): the instance's retry policy unless the interceptor sets its own.
   const retry = options.retry === undefined ? rx._retry : callRetry(options.retry, rx._retry, 'interceptor option retry')
   let retryMethods = IDEMPOTENT
@@ -103,7 +143,7 @@ function interceptorSettings(rx, options) {
     retryMethods = m.map((x) => x.toUpperCase())
   }
 
-  return { rx, keyOf, timeoutMs, bodyTimeoutMs, classify, retry, retryMethods: new Set(retryMethods) }
+  return { rx, keyOf, timeoutMs, bodyTimeoutMs, classify, markAt, retry, retryMethods: new Set(retryMethods) }
 }
 
-module.exports = { interceptorSettings, BODY_TIMEOUT_MS, IDEMPOTENT }
+module.exports = { interceptorSettings, BODY_TIMEOUT_MS, STREAM_TYPES, HEADERS, FIRST_CHUNK, IDEMPOTENT }

@@ -1,12 +1,13 @@
 'use strict'
 // One request through the interceptor (ADR 0800). It waits for a permit (`rx.acquire`), then
-// goes to the next dispatcher; the latency is marked at the response headers and the permit is
-// released when the body ends, errors or is aborted. Two faces: the caller's handler talks to
-// its `Controller`; the next dispatcher calls this object's handler methods.
+// goes to the next dispatcher; the latency is marked at the response headers or at the first
+// body chunk (`mark`, ADR 0809) and the permit is released when the body ends, errors or is
+// aborted. Two faces: the caller's handler talks to its `Controller`; the next dispatcher calls
+// this object's handler methods.
 //
-// Deadlines (ADR 0801): `timeoutMs` runs from dispatch to the response headers (queue wait
-// included); after the headers, `bodyTimeoutMs` bounds the time between two body chunks, paused
-// or not, so a body nobody reads cannot hold its slot.
+// Deadlines (ADR 0801): `timeoutMs` runs from dispatch to the mark (queue wait included); after
+// the headers, `bodyTimeoutMs` bounds the time between two body chunks, paused or not, so a body
+// nobody reads cannot hold its slot.
 
 const { TimeoutError } = require('../errors')
 const V = require('../verdicts')
@@ -14,6 +15,7 @@ const { describe } = require('../options')
 const { decide, retryAfterError, RETRY_AFTER_REFUSED } = require('../retry')
 const { retryAfterOf } = require('../retry-after')
 const { closedError } = require('../lifetime')
+const { FIRST_CHUNK } = require('./options')
 
 const WAITING = 0 // for a permit
 const SENT = 1 // dispatched, no final response headers yet
@@ -105,6 +107,7 @@ class ResilientRequest {
     this.delay = 0
     this.overall = true // the running attempt's timer is the request's own deadline
     this.backoff = null
+    this.markPending = false // marking at the first body chunk, which has not come yet
   }
 
   start() {
@@ -212,7 +215,14 @@ class ResilientRequest {
     if (this.state !== SENT) return
     if (statusCode >= 200) {
       this.clearTimer()
-      this.permit.mark()
+      let markAt
+      try {
+        markAt = this.s.markAt(statusCode, headers)
+      } catch (err) {
+        markAt = undefined
+        if (this.classifyError === undefined) this.classifyError = err
+      }
+      if (markAt !== FIRST_CHUNK) this.permit.mark()
       const verdict = this.responseVerdict(statusCode, headers)
       if (this.classifyError !== undefined) {
         this.abortWith(this.classifyError, verdict)
@@ -221,11 +231,9 @@ class ResilientRequest {
       if (this.policy !== null && this.retried(verdict, { headers })) return
       this.verdict = verdict
       this.state = BODY
-      if (this.s.bodyTimeoutMs !== undefined) {
-        this.lastData = now()
-        this.timer = setTimeout(onTimer, this.s.bodyTimeoutMs, this)
-        this.timer.unref()
-      }
+      this.markPending = markAt === FIRST_CHUNK
+      this.lastData = now()
+      this.armBodyTimer()
     }
     return this.handler.onResponseStart?.(this.controller, statusCode, headers, statusMessage)
   }
@@ -233,6 +241,10 @@ class ResilientRequest {
   onResponseData(controller, chunk) {
     if (this.state !== BODY) return
     this.lastData = now()
+    if (this.markPending) {
+      this.markPending = false
+      this.permit.mark()
+    }
     return this.handler.onResponseData?.(this.controller, chunk)
   }
 
@@ -291,17 +303,41 @@ class ResilientRequest {
       const ms = this.overall ? this.s.timeoutMs : this.policy.attemptTimeoutMs
       this.abortWith(new TimeoutError(this.key, ms, false), 'timeout')
     } else if (this.state === BODY) {
-      const idle = now() - this.lastData
-      if (idle < this.s.bodyTimeoutMs) {
-        this.timer = setTimeout(onTimer, Math.max(1, this.s.bodyTimeoutMs - idle), this)
-        this.timer.unref()
+      const t = now()
+      if (this.firstChunkDeadline() && t - this.t0 >= this.s.timeoutMs) {
+        const err = new TimeoutError(this.key, this.s.timeoutMs, false)
+        err.message = `resilix: the response from "${this.key}" delivered no body chunk within ${this.s.timeoutMs} ms (timeoutMs, marking at the first chunk)`
+        this.abortWith(err, 'timeout')
         return
       }
-      const err = new TimeoutError(this.key, this.s.bodyTimeoutMs, false)
-      err.message = `resilix: the response body from "${this.key}" delivered nothing for ${this.s.bodyTimeoutMs} ms (bodyTimeoutMs)`
-      // Paused: nobody read it, the upstream is not to blame. Flowing yet silent: it stalled.
-      this.abortWith(err, this.controller._paused ? this.verdict : 'timeout')
+      if (this.s.bodyTimeoutMs !== undefined && t - this.lastData >= this.s.bodyTimeoutMs) {
+        const err = new TimeoutError(this.key, this.s.bodyTimeoutMs, false)
+        err.message = `resilix: the response body from "${this.key}" delivered nothing for ${this.s.bodyTimeoutMs} ms (bodyTimeoutMs)`
+        // Paused: nobody read it, the upstream is not to blame. Flowing yet silent: it stalled.
+        this.abortWith(err, this.controller._paused ? this.verdict : 'timeout')
+        return
+      }
+      this.armBodyTimer() // fired early: a chunk came meanwhile
     }
+  }
+
+  /**
+   * Marking at the first chunk, `timeoutMs` runs until it comes. Not while the caller has
+   * paused the body: then nothing is read, and only `bodyTimeoutMs` applies (as to any unread
+   * body), with the response's verdict.
+   */
+  firstChunkDeadline() {
+    return this.markPending && this.s.timeoutMs !== undefined && !this.controller._paused
+  }
+
+  /** Arms the timer for the earlier of the first-chunk deadline and the body's idle bound. */
+  armBodyTimer() {
+    let at = Infinity
+    if (this.firstChunkDeadline()) at = this.t0 + this.s.timeoutMs
+    if (this.s.bodyTimeoutMs !== undefined) at = Math.min(at, this.lastData + this.s.bodyTimeoutMs)
+    if (at === Infinity) return
+    this.timer = setTimeout(onTimer, Math.max(1, at - now()), this)
+    this.timer.unref()
   }
 
   /** Aborts the dispatch; the caller gets `reason`, the permit settles with `verdict`. */

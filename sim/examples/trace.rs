@@ -22,9 +22,13 @@ fn main() {
             .map(|c| (t.limit[c][tick], t.inflight[c][tick], t.queued[c][tick]))
             .fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
         println!(
-            "t={:>5}s limit={l:>4} inflight={i:>4} queued={q:>4} servers={}",
+            "t={:>5}s limit={l:>4} inflight={i:>4} queued={q:>4} servers={} baseline={:.0}ms",
             tick / 10,
-            t.servers[tick]
+            t.servers[tick],
+            t.baseline_ms[0][tick]
         );
+    }
+    for (at, cause) in &t.breaker_trips {
+        println!("breaker opened at {:.1}s: {cause:?}", *at as f64 / 1e9);
     }
 }

@@ -44,6 +44,11 @@ pub trait ClientLimiter {
     fn retry(&mut self, _policy: &RetryPolicy, _s: &Settled, _now: Nanos) -> Option<u64> {
         None
     }
+    /// Whether the limit has been learnt from a window (the engine's breaker excuses slow calls
+    /// before that).
+    fn sized(&self) -> bool {
+        true
+    }
 }
 
 /// A comparison row: which limiter a scenario is run with.
@@ -177,6 +182,11 @@ impl ClientLimiter for ResilixClient {
     fn snapshot(&self, now: Nanos) -> (u32, u32, u32) {
         let s = self.engine.stats(self.key, now).expect("live key");
         (s.limit, s.inflight, s.queued)
+    }
+
+    fn sized(&self) -> bool {
+        let p = self.engine.registry().get(self.key).expect("live key");
+        p.limiter().is_none_or(|l| l.algorithm().sized())
     }
 
     fn baseline_ms(&self, now: Nanos) -> f64 {

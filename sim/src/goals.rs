@@ -49,6 +49,17 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
             g("mostWaiting", "< 20 000 (the cap)", |x| x < 20_000.0, true),
         ],
         "open-loop-2x-1.5s" => vec![g("goodputPct", ">= 90 %", |x| x >= 90.0, true)],
+        "llm-slots" | "llm-slots-45s" => vec![
+            g("breakerTrips", "= 0", |x| x == 0.0, true),
+            g(
+                "meanLimitOverSlots",
+                "0.75-1.5 x slots",
+                |x| (0.75..=1.5).contains(&x),
+                true,
+            ),
+            g("throughputPct", ">= 90 %", |x| x >= 90.0, true),
+            g("baselineOverTtft", "<= 2", |x| x > 0.0 && x <= 2.0, true),
+        ],
         "converge" => vec![
             g("convergenceWindows", "<= 10 windows", |x| x <= 10.0, true),
             g(

@@ -264,6 +264,51 @@ pub fn compute(run: &Run) -> Vec<Metric> {
                 ),
             ]
         }
+        Measure::LlmSlots => {
+            let (a, b) = (end / 2.0, end);
+            let st = run.sc.streaming.expect("a streaming scenario");
+            let hold_s = (st.ttft_median_ns * crate::dist::lognormal_mean_factor(st.ttft_sigma)
+                + st.length_median_ns * crate::dist::lognormal_mean_factor(st.length_sigma))
+                / SEC as f64;
+            let possible = run.sc.servers as f64 * (b - a) / hold_s;
+            let baseline = mean(
+                run.ticks(a, b)
+                    .map(|i| run.tr.baseline_ms[0][i])
+                    .filter(|x| x.is_finite()),
+            );
+            let (aa, bb) = ((a * SEC as f64) as u64, (b * SEC as f64) as u64);
+            let timeouts = run
+                .tr
+                .calls
+                .iter()
+                .filter(|c| c.verdict == Verdict::Timeout && c.end >= aa && c.end < bb)
+                .count();
+            let waits: Vec<f64> = run
+                .tr
+                .calls
+                .iter()
+                .filter(|c| c.admitted && c.created >= aa && c.created < bb)
+                .map(|c| (c.started - c.created) as f64 / 1e6)
+                .collect();
+            vec![
+                ("breakerTrips", some(run.tr.breaker_trips.len() as f64)),
+                (
+                    "meanLimitOverSlots",
+                    some(run.mean_limit(a, b) / run.sc.servers as f64),
+                ),
+                (
+                    "throughputPct",
+                    some(run.successes(a, b) as f64 / possible * 100.0),
+                ),
+                (
+                    "baselineOverTtft",
+                    some(baseline / (st.ttft_median_ns / 1e6)),
+                ),
+                ("timeouts", some(timeouts as f64)),
+                ("meanWaitMs", some(mean(waits.iter().copied()))),
+                ("shedPct", some(run.shed_pct(a, b))),
+            ]
+        }
         Measure::OpenLoop { from, to } => {
             let (a, b) = ((from * SEC as f64) as u64, (to * SEC as f64) as u64);
             let mut waits: Vec<f64> = run

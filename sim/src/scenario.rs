@@ -142,6 +142,9 @@ pub enum Measure {
         at: f64,
         size: u32,
     },
+    /// An LLM server with `servers` generation slots: breaker trips, the limit against the
+    /// slots, streams completed against what the slots serve, the baseline against TTFT.
+    LlmSlots,
     /// Open-loop overload over `[from, to)`: goodput, queue wait (p99), the most calls waiting.
     OpenLoop {
         from: f64,
@@ -532,6 +535,55 @@ pub fn all() -> Vec<Scenario> {
 
     v.extend(queue_scenarios());
     v.push(retry_storm());
+    v.extend(llm_scenarios());
+    v
+}
+
+/// An LLM server: G generation slots; a stream gets a slot FIFO, its first token 200 ms after
+/// (so its time to first token includes the wait for a slot), then tokens for 5 s or 45 s,
+/// holding the slot. 40 closed-loop consumers mark at the first token; per-call deadline three
+/// stream lengths: 15 s for 5 s streams, 135 s for 45 s ones.
+fn llm_scenarios() -> Vec<Scenario> {
+    let mut v = Vec::new();
+    for (name, about, slots, len_s, timeout_s, secs) in [
+        (
+            "llm-slots",
+            "16 slots, TTFT 200ms after a slot, 5s streams, 40 consumers",
+            16,
+            5.0,
+            15.0,
+            300.0,
+        ),
+        (
+            "llm-slots-4",
+            "4 slots, TTFT 200ms after a slot, 5s streams, 40 consumers",
+            4,
+            5.0,
+            15.0,
+            300.0,
+        ),
+        (
+            "llm-slots-45s",
+            "16 slots, TTFT 200ms after a slot, 45s streams, 40 consumers",
+            16,
+            45.0,
+            135.0,
+            900.0,
+        ),
+    ] {
+        let mut sc = common(name, about, secs, Measure::LlmSlots);
+        sc.servers = slots;
+        sc.load = Load::Closed { callers: 40 };
+        sc.timeout_ns = s(timeout_s);
+        sc.streaming = Some(Streaming {
+            ttft_median_ns: 200.0 * MS as f64,
+            ttft_sigma: 0.05,
+            length_median_ns: len_s * SEC as f64,
+            length_sigma: 0.1,
+            mark: true,
+        });
+        v.push(sc);
+    }
     v
 }
 

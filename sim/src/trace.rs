@@ -14,6 +14,8 @@ pub struct CallRecord {
     pub admitted: bool,
     /// When the caller made the call.
     pub created: u64,
+    /// When the limiter admitted it (0: never).
+    pub started: u64,
     /// When the call ended for its caller (settle, or queue timeout).
     pub end: u64,
     /// What the limiter saw: admission → response start (mark), else → settle.

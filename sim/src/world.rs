@@ -424,6 +424,7 @@ impl<'a> World<'a> {
             verdict,
             admitted: true,
             created: call.created,
+            started: call.admitted,
             end: self.now,
             latency_ns,
         });
@@ -435,6 +436,12 @@ impl<'a> World<'a> {
             && (call.mark != 0
                 || self.now - call.admitted < BreakerOptions::default().slow_call_ms * MS);
         let seen = if ours { Verdict::Cancelled } else { verdict };
+        // And before the limit is learnt from a window, no call is slow.
+        let latency_ns = if self.clients[c].limiter.sized() {
+            latency_ns
+        } else {
+            latency_ns.min(BreakerOptions::default().slow_call_ms * MS - 1)
+        };
         self.watch_breaker(c, seen, latency_ns);
         self.admit_waiters(c);
         if !self.retried(id, verdict) {
@@ -558,6 +565,7 @@ impl<'a> World<'a> {
                     verdict: Verdict::Timeout,
                     admitted: false,
                     created: call.created,
+                    started: 0,
                     end: self.now,
                     latency_ns: 0,
                 });

@@ -147,3 +147,22 @@ fn a_retry_storm_is_held_by_the_budget_where_plain_retries_multiply_the_load() {
     let theirs = metric(&m, "cockatielGoodputPct").unwrap();
     assert!(ours > theirs, "goodput {ours} vs cockatiel's {theirs}");
 }
+
+/// An LLM server with 16 generation slots, streams marked at their first token: the breaker
+/// stays closed, the limit finds the slots, the slots stay busy and the baseline is the time
+/// to first token, with streams of 5 s and of 45 s.
+#[test]
+fn streams_find_the_generation_slots() {
+    for name in ["llm-slots", "llm-slots-45s"] {
+        let m = metrics_of(&scenario(name), VEGAS, SEED);
+        assert_eq!(metric(&m, "breakerTrips"), Some(0.0), "{name}: {m:?}");
+        let limit = metric(&m, "meanLimitOverSlots").unwrap();
+        assert!((0.75..=1.5).contains(&limit), "{name}: {m:?}");
+        assert!(
+            metric(&m, "throughputPct").unwrap() >= 90.0,
+            "{name}: {m:?}"
+        );
+        let base = metric(&m, "baselineOverTtft").unwrap();
+        assert!(base > 0.0 && base <= 2.0, "{name}: {m:?}");
+    }
+}

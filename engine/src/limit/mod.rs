@@ -110,6 +110,15 @@ impl Limit {
         }
     }
 
+    /// Whether the limit has been learnt from at least one window (a fixed one always is).
+    #[inline]
+    pub fn sized(&self) -> bool {
+        match self {
+            Limit::Fixed(_) => true,
+            Limit::Adaptive(a) => a.sized(),
+        }
+    }
+
     /// The latency a call can expect now (the smoothed window quantile), ns; 0 when unknown.
     #[inline]
     pub fn expected_latency_ns(&self) -> f64 {

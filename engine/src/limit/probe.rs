@@ -35,6 +35,9 @@ pub const DRAIN_LATENCIES: f64 = 3.0;
 /// How long the timed calls may take to start, and then to finish, each in smoothed latencies
 /// (at least `PROBE_MIN_NS`). Ours, a guess; ADR 0113 has half and twice.
 pub const MEASURE_LATENCIES: f64 = 3.0;
+/// The fewest cold calls that make a reading (see `cold_sample`). Ours, a guess: a p90 of 3
+/// is their largest, within the ±15 % of a probe of 8 on a steady upstream.
+pub const COLD_SAMPLES: usize = 3;
 /// The floor of each bound, ns (BBR holds ProbeRTT for at least 200 ms).
 pub const PROBE_MIN_NS: f64 = 200_000_000.0;
 
@@ -60,9 +63,13 @@ enum State {
     Off,
     /// Waiting for the next phase.
     Idle,
-    /// Admission held at the probe level until inflight falls to it.
+    /// Admission held at the probe level, less `room`, until inflight falls to it.
     Draining {
         until: Nanos,
+        /// Calls that hold their slot long after responding (streams) free none while the
+        /// probe measures: it drains `room` below its level, so that the calls it times can
+        /// start at once (ADR 0115). 0 otherwise.
+        room: u8,
     },
     /// Admission held; calls that start from `drained` on are timed, up to `want` of them.
     Measuring {
@@ -103,6 +110,9 @@ pub struct Probe {
     n: u8,
     /// The no-load latency, ns: what the interval is scaled by.
     base: f32,
+    /// How long a call holds its slot after its response started, ns (a stream's body; ~0 for
+    /// plain calls): draining waits for it, and the interval scales with it (ADR 0115).
+    tail: f32,
     /// Probes that produced a measurement (stats, tests).
     pub measured: u32,
     /// The last measurement moved the baseline by less than a jump (see `Baseline::measured`).
@@ -123,6 +133,7 @@ impl Probe {
             samples: [0.0; PROBE_SAMPLES],
             n: 0,
             base: 0.0,
+            tail: 0.0,
             measured: 0,
             settled: false,
         };
@@ -143,7 +154,7 @@ impl Probe {
         // Until a probe has measured it, and while probes still move it far, the baseline may
         // be a loaded latency: no scaling.
         let expected = if self.settled {
-            3.0 * self.base as f64
+            3.0 * self.base as f64 + self.tail as f64
         } else {
             0.0
         };
@@ -170,6 +181,42 @@ impl Probe {
             if self.state == State::Idle {
                 self.schedule();
             }
+        }
+    }
+
+    /// One call held its slot `tail_ns` after its response started: the smoothed tail moves
+    /// `weight` of the way to it.
+    #[inline]
+    pub fn note_tail(&mut self, tail_ns: f32, weight: f32) {
+        self.tail += (tail_ns - self.tail) * weight;
+    }
+
+    /// How long calls hold their slot after their response started, ns, smoothed (a stream's
+    /// body; ~0 for plain calls).
+    #[inline]
+    pub fn tail(&self) -> f64 {
+        self.tail as f64
+    }
+
+    /// Whether calls hold their slot long after their response started (streams): longer
+    /// than the no-load latency (the smoothed one before a baseline; a loaded latency includes
+    /// the wait for a slot, which is as long as a stream).
+    #[inline]
+    fn streams(&self, latency_ns: f64) -> bool {
+        let base = if self.base > 0.0 {
+            self.base as f64
+        } else {
+            latency_ns
+        };
+        self.tail as f64 > base
+    }
+
+    /// The admission limit while held at `level`: lower by the room a probe of streams makes.
+    #[inline]
+    pub fn held_level(&self, level: u32) -> u32 {
+        match self.state {
+            State::Draining { room, .. } => level.saturating_sub(room as u32),
+            _ => level,
         }
     }
 
@@ -211,18 +258,40 @@ impl Probe {
                 if latency_ns <= 0.0 || now.wrapping_add(self.offset) < self.next_at {
                     return None;
                 }
+                // No healthy window has set a baseline yet, but the first calls were timed
+                // cold: they are this phase's measurement (ADR 0116).
+                if self.base == 0.0 && self.measured == 0 && self.n as usize >= COLD_SAMPLES {
+                    return self.conclude(now, self.n);
+                }
                 self.n = 0;
+                // Calls whose response has started still hold their slots until they end.
+                let drain = bound(DRAIN_LATENCIES, latency_ns).saturating_add(self.tail as u64);
+                let room = if self.streams(latency_ns) {
+                    (level as usize / 2).clamp(2, PROBE_SAMPLES) as u8
+                } else {
+                    0
+                };
                 self.state = State::Draining {
-                    until: now.saturating_add(bound(DRAIN_LATENCIES, latency_ns)),
+                    until: now.saturating_add(drain),
+                    room,
                 };
                 self.tick(now, inflight, level, latency_ns)
             }
-            State::Draining { until } => {
-                if inflight <= level {
+            State::Draining { until, room } => {
+                // Streams: as soon as there is room below the level; the next event may be a
+                // whole stream away (ADR 0115).
+                if inflight <= level.saturating_sub(room as u32) || (room > 0 && inflight < level) {
+                    // Streams: it times the calls that can start at once (ADR 0115);
+                    // otherwise three rounds at its level.
+                    let want = if room > 0 {
+                        ((level - inflight.min(level)) as usize).min(PROBE_SAMPLES)
+                    } else {
+                        (3 * level as usize).clamp(8, PROBE_SAMPLES)
+                    };
                     self.state = State::Measuring {
                         drained: now,
                         until: now.saturating_add(bound(MEASURE_LATENCIES, latency_ns)),
-                        want: (3 * level as usize).clamp(8, PROBE_SAMPLES) as u8,
+                        want: want as u8,
                         started: 0,
                     };
                 } else if now >= until {
@@ -274,25 +343,32 @@ impl Probe {
                 *started += 1;
                 if *started >= want {
                     let started = *started;
-                    self.state = State::Closing {
-                        drained,
-                        at: now,
-                        want,
-                        started,
-                    };
+                    if self.streams(latency_ns) {
+                        // Streams: the next event may be a whole stream away, and admission
+                        // must not stay shut until then (ADR 0115). A call admitted at this
+                        // very instant after them would be timed with them.
+                        self.settle(now, drained, want, started, latency_ns);
+                    } else {
+                        self.state = State::Closing {
+                            drained,
+                            at: now,
+                            want,
+                            started,
+                        };
+                    }
                 }
             }
-            _ => {
-                let _ = latency_ns;
-            }
+            _ => {}
         }
     }
 
     fn settle(&mut self, now: Nanos, drained: Nanos, want: u8, started: u8, latency_ns: f64) {
+        // A timed stream's sample comes when it ends, a tail after its first byte.
+        let until = bound(MEASURE_LATENCIES, latency_ns).saturating_add(self.tail as u64);
         self.state = State::Settling {
             drained,
             closed: now,
-            until: now.saturating_add(bound(MEASURE_LATENCIES, latency_ns)),
+            until: now.saturating_add(until),
             want,
             started,
         };
@@ -330,7 +406,7 @@ impl Probe {
     /// The probe ends; a quarter of the calls it wanted (at least 2) make a measurement: timed
     /// calls that waited in the queue first may run out of deadline.
     fn conclude(&mut self, now: Nanos, want: u8) -> Option<Measured> {
-        let m = (self.n >= want / 2).then(|| Measured {
+        let m = (self.n >= (want / 2).max(1)).then(|| Measured {
             p90: self.p90(),
             mean: self.samples[..self.n as usize]
                 .iter()
@@ -349,6 +425,32 @@ impl Probe {
         self.state = State::Idle;
         self.last = now.wrapping_add(self.offset);
         self.schedule();
+    }
+
+    /// Before any probe, while the key is cold: one healthy latency (ns) of a call admitted
+    /// with at most the probe's level in flight. The first calls on a new key meet an upstream
+    /// this client has not loaded yet; they are timed as a probe's calls are (ADR 0116).
+    #[inline]
+    pub fn cold_sample(&mut self, latency_ns: f64) {
+        if self.measured == 0 && self.state == State::Idle && (self.n as usize) < PROBE_SAMPLES {
+            self.samples[self.n as usize] = latency_ns as f32;
+            self.n += 1;
+        }
+    }
+
+    /// The cold calls' reading, once (at the first window), if at least `COLD_SAMPLES` were
+    /// timed; the buffer is then the probes' again.
+    pub fn take_cold(&mut self) -> Option<Measured> {
+        if self.measured != 0 || self.state != State::Idle {
+            return None;
+        }
+        let n = self.n as usize;
+        let m = (n >= COLD_SAMPLES).then(|| Measured {
+            p90: self.p90(),
+            mean: self.samples[..n].iter().map(|&x| x as f64).sum::<f64>() / n as f64,
+        });
+        self.n = 0;
+        m
     }
 
     /// The p90 of the samples taken: the order statistic k with k / (n + 1) ≥ 0.9, whose

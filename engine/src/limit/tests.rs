@@ -444,3 +444,67 @@ fn regression_netflix_pr134_gradient2_rule_shrinks_below_gradient_one() {
         assert!(next < l, "gradient 0.8 grew {l} → {next}");
     }
 }
+
+// ---------------------------------------------------------------- a start above the capacity
+
+/// A first window of `window_ms` latencies after three cold calls of `cold_ms`: the baseline.
+fn baseline_after_cold_start(cold_ms: u64, window_ms: u64) -> f64 {
+    let mut l = Limit::new(&opts(Algorithm::Vegas), 0);
+    // The first calls met the upstream with at most the probe's level (20 / 4) in flight.
+    for (i, inflight) in [1, 2, 3].into_iter().enumerate() {
+        feed(
+            &mut l,
+            (10 + i as u64) * MS,
+            cold_ms,
+            inflight,
+            Verdict::Success,
+        );
+    }
+    // The rest of the first window queued behind our own burst, at the limit.
+    healthy(&mut l, 20 * MS, 3, 100, window_ms, 20);
+    l.stats().baseline_ms
+}
+
+#[test]
+fn a_first_window_far_above_the_cold_calls_is_not_the_baseline() {
+    // Streams queued for a generation slot: 200 ms to the first token alone, 4 s behind our
+    // first burst. The baseline is what the cold calls read, not the loaded window.
+    let b = baseline_after_cold_start(200, 4_000);
+    assert!((190.0..=210.0).contains(&b), "baseline {b} ms");
+    // Within COLD_JUMP the window stands: a few cold calls read low by chance.
+    let b = baseline_after_cold_start(40, 80);
+    assert!(b >= 75.0, "baseline {b} ms");
+}
+
+#[test]
+fn calls_admitted_above_the_probe_level_are_not_cold() {
+    // The same first window, but the fast calls were admitted with 6 or more in flight (over a
+    // quarter of 20): they queued behind others of ours, nothing says they were unloaded.
+    let mut l = Limit::new(&opts(Algorithm::Vegas), 0);
+    for (i, inflight) in [6, 7, 8].into_iter().enumerate() {
+        feed(
+            &mut l,
+            (10 + i as u64) * MS,
+            200,
+            inflight,
+            Verdict::Success,
+        );
+    }
+    healthy(&mut l, 20 * MS, 3, 100, 4_000, 20);
+    assert!(l.stats().baseline_ms > 1_000.0, "{:?}", l.stats());
+}
+
+#[test]
+fn a_key_is_sized_once_a_window_has_closed() {
+    let mut l = Limit::new(&opts(Algorithm::Vegas), 0);
+    assert!(!l.sized(), "the initial limit is a guess");
+    feed(&mut l, 10 * MS, 50, 1, Verdict::Success);
+    assert!(!l.sized());
+    healthy(&mut l, 20 * MS, 3, 100, 50, 10);
+    assert!(l.sized());
+    let fixed = LimiterOptions {
+        algorithm: Algorithm::Fixed,
+        ..LimiterOptions::default()
+    };
+    assert!(Limit::new(&fixed, 0).sized(), "a fixed limit is the user's");
+}

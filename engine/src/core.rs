@@ -4,7 +4,7 @@
 use crate::breaker::BreakerTransition;
 use crate::options::{OptionError, PolicyOptions, RegistryOptions};
 use crate::policy_set::{Acquired, KeyStats, StalePermit};
-use crate::registry::{KeyHandle, Registry, RegistryError, Resolved, StaleHandle, INDEX_BITS};
+use crate::registry::{KeyHandle, Registry, RegistryError, Resolved, StaleHandle};
 use crate::retry::{self, BudgetOptions, Decision, KeyView, RetryBudget, RetryPolicy, Settled};
 use crate::rng::SplitMix64;
 use crate::{BreakerState, Nanos, Verdict};
@@ -75,7 +75,7 @@ impl Engine {
     /// `key`'s retries granted and refused by its budget, `(0, 0)` for a key that never retried.
     pub fn retry_counts(&self, key: KeyHandle) -> Result<(u64, u64), StaleHandle> {
         self.registry.get(key)?;
-        let slot = (key & ((1 << INDEX_BITS) - 1)) as usize;
+        let slot = Registry::slot_of(key);
         Ok(match self.retries.get(slot) {
             Some(Some(b)) if b.0 == key => (b.1.retried, b.1.refused),
             _ => (0, 0),
@@ -90,7 +90,7 @@ impl Engine {
 
     /// The budget of a live `key`, created on first use; a slot's earlier key's is replaced.
     fn budget_of(&mut self, key: KeyHandle, now: Nanos, settled: u64) -> &mut RetryBudget {
-        let slot = (key & ((1 << INDEX_BITS) - 1)) as usize;
+        let slot = Registry::slot_of(key);
         if self.retries.len() <= slot {
             self.retries.resize_with(slot + 1, || None);
         }

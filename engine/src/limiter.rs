@@ -190,6 +190,7 @@ impl Limiter {
                 self.hold_ns += (d - self.hold_ns) * HOLD_WEIGHT;
                 self.tail_ns += (tail - self.tail_ns) * HOLD_WEIGHT;
             }
+            self.limit.note_tail(self.tail_ns);
             self.limit.on_sample(now, s, self.inflight);
         }
     }

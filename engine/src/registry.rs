@@ -125,7 +125,7 @@ impl Registry {
 
     #[inline]
     fn index_of(&self, handle: KeyHandle) -> Option<usize> {
-        let index = (handle & INDEX_MASK) as usize;
+        let index = Self::slot_of(handle);
         let gen = (handle >> INDEX_BITS) as u32;
         let e = self.entries.get(index)?;
         (e.live && e.gen == gen && (handle >> (INDEX_BITS + GEN_BITS)) == 0).then_some(index)
@@ -302,13 +302,19 @@ impl Registry {
         Ok(&self.entries[i].policies)
     }
 
-    /// The policy set of a key by name, if alive.
     /// The handle of a live key by name, without touching its recency.
     pub fn handle(&self, name: &str) -> Option<KeyHandle> {
         let &i = self.map.get(name)?;
         Some(Self::handle_of(i, self.entries[i as usize].gen))
     }
 
+    /// The slot a handle names (live or not): an index below the registry's capacity.
+    #[inline]
+    pub fn slot_of(handle: KeyHandle) -> usize {
+        (handle & INDEX_MASK) as usize
+    }
+
+    /// The policy set of a key by name, if alive.
     pub fn find(&self, name: &str) -> Option<&PolicySet> {
         self.map
             .get(name)

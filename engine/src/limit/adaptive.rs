@@ -31,9 +31,6 @@ pub enum Kind {
 /// between: at 1.5 `open-loop-2x` goodput fell from 99.5 % to 92.9 %.
 const COLD_JUMP: f64 = 3.0;
 
-/// Weight of one sample in the smoothed tail. 1/16: ours, a guess (as the limiter's hold time).
-const TAIL_WEIGHT: f32 = 1.0 / 16.0;
-
 #[derive(Clone, Copy, Debug, Default)]
 struct Pressure {
     total: u32,
@@ -156,6 +153,13 @@ impl Adaptive {
         now.saturating_sub(self.last_activity)
     }
 
+    /// The limiter's smoothed tail (ns): how long calls hold their slot after their response
+    /// started (ADR 0115).
+    #[inline]
+    pub fn note_tail(&mut self, tail_ns: f32) {
+        self.probe.note_tail(tail_ns);
+    }
+
     #[inline]
     pub fn on_admit(&mut self, now: Nanos) {
         self.probe.admitted(now, self.p90.filter.smoothed);
@@ -221,8 +225,6 @@ impl Adaptive {
         self.last_activity = now;
         let lat = s.latency_ns as f64;
         let start = now.saturating_sub(s.duration_ns);
-        let tail = s.duration_ns.saturating_sub(s.latency_ns) as f32;
-        self.probe.note_tail(tail, TAIL_WEIGHT);
         let p = &mut self.pressure;
         p.total += 1;
         p.peak_inflight = p.peak_inflight.max(s.inflight);

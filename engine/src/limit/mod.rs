@@ -128,6 +128,15 @@ impl Limit {
         }
     }
 
+    /// The limiter's smoothed tail (ns): how long calls hold their slot after their response
+    /// started. A fixed limit has no use for it.
+    #[inline]
+    pub fn note_tail(&mut self, tail_ns: f32) {
+        if let Limit::Adaptive(a) = self {
+            a.note_tail(tail_ns);
+        }
+    }
+
     /// One settled call, with the calls still in flight after it. `Rejected` and `Cancelled`
     /// verdicts never arrive here.
     #[inline]

@@ -184,11 +184,11 @@ impl Probe {
         }
     }
 
-    /// One call held its slot `tail_ns` after its response started: the smoothed tail moves
-    /// `weight` of the way to it.
+    /// How long calls hold their slot after their response started (ns, the limiter's
+    /// smoothed tail).
     #[inline]
-    pub fn note_tail(&mut self, tail_ns: f32, weight: f32) {
-        self.tail += (tail_ns - self.tail) * weight;
+    pub fn note_tail(&mut self, tail_ns: f32) {
+        self.tail = tail_ns;
     }
 
     /// How long calls hold their slot after their response started, ns, smoothed (a stream's
@@ -280,7 +280,12 @@ impl Probe {
             State::Draining { until, room } => {
                 // Streams: as soon as there is room below the level; the next event may be a
                 // whole stream away (ADR 0115).
-                if inflight <= level.saturating_sub(room as u32) || (room > 0 && inflight < level) {
+                let ready = if room > 0 {
+                    inflight < level
+                } else {
+                    inflight <= level
+                };
+                if ready {
                     // Streams: it times the calls that can start at once (ADR 0115);
                     // otherwise three rounds at its level.
                     let want = if room > 0 {
@@ -406,14 +411,7 @@ impl Probe {
     /// The probe ends; a quarter of the calls it wanted (at least 2) make a measurement: timed
     /// calls that waited in the queue first may run out of deadline.
     fn conclude(&mut self, now: Nanos, want: u8) -> Option<Measured> {
-        let m = (self.n >= (want / 2).max(1)).then(|| Measured {
-            p90: self.p90(),
-            mean: self.samples[..self.n as usize]
-                .iter()
-                .map(|&x| x as f64)
-                .sum::<f64>()
-                / self.n as f64,
-        });
+        let m = (self.n >= (want / 2).max(1)).then(|| self.reading());
         self.finish(now);
         if m.is_some() {
             self.measured += 1;
@@ -444,13 +442,18 @@ impl Probe {
         if self.measured != 0 || self.state != State::Idle {
             return None;
         }
-        let n = self.n as usize;
-        let m = (n >= COLD_SAMPLES).then(|| Measured {
-            p90: self.p90(),
-            mean: self.samples[..n].iter().map(|&x| x as f64).sum::<f64>() / n as f64,
-        });
+        let m = (self.n as usize >= COLD_SAMPLES).then(|| self.reading());
         self.n = 0;
         m
+    }
+
+    /// The p90 and mean of the samples taken (at least one).
+    fn reading(&self) -> Measured {
+        let n = self.n as usize;
+        Measured {
+            p90: self.p90(),
+            mean: self.samples[..n].iter().map(|&x| x as f64).sum::<f64>() / n as f64,
+        }
     }
 
     /// The p90 of the samples taken: the order statistic k with k / (n + 1) ≥ 0.9, whose

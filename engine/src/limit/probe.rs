@@ -338,32 +338,30 @@ impl Probe {
     /// A call is admitted now: while measuring, it is one of the timed calls.
     #[inline]
     pub fn admitted(&mut self, now: Nanos, latency_ns: f64) {
-        match self.state {
-            State::Measuring {
-                drained,
-                want,
-                ref mut started,
-                ..
-            } => {
-                *started += 1;
-                if *started >= want {
-                    let started = *started;
-                    if self.streams(latency_ns) {
-                        // Streams: the next event may be a whole stream away, and admission
-                        // must not stay shut until then (ADR 0115). A call admitted at this
-                        // very instant after them would be timed with them.
-                        self.settle(now, drained, want, started, latency_ns);
-                    } else {
-                        self.state = State::Closing {
-                            drained,
-                            at: now,
-                            want,
-                            started,
-                        };
-                    }
+        if let State::Measuring {
+            drained,
+            want,
+            ref mut started,
+            ..
+        } = self.state
+        {
+            *started += 1;
+            if *started >= want {
+                let started = *started;
+                if self.streams(latency_ns) {
+                    // Streams: the next event may be a whole stream away, and admission must
+                    // not stay shut until then (ADR 0115). A call admitted at this very instant
+                    // after them would be timed with them.
+                    self.settle(now, drained, want, started, latency_ns);
+                } else {
+                    self.state = State::Closing {
+                        drained,
+                        at: now,
+                        want,
+                        started,
+                    };
                 }
             }
-            _ => {}
         }
     }
 

@@ -27,6 +27,12 @@ fn main() {
             t.servers[tick],
             t.baseline_ms[0][tick]
         );
+        if t.limit.len() > 1 && t.limit.len() <= 10 {
+            let each: Vec<String> = (0..t.limit.len())
+                .map(|c| format!("{}/{:.0}", t.limit[c][tick], t.baseline_ms[c][tick]))
+                .collect();
+            println!("        limit/baseline per client: {}", each.join(" "));
+        }
     }
     for (at, cause) in &t.breaker_trips {
         println!("breaker opened at {:.1}s: {cause:?}", *at as f64 / 1e9);

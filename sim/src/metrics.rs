@@ -458,20 +458,35 @@ pub fn compute(run: &Run) -> Vec<Metric> {
             ]
         }
         Measure::Fleet => {
-            // The last 300 s: the canonical fleet's 300–600 s; after the last join in fleet-join.
-            let (a, b) = (end - 300.0, end);
-            let per: Vec<f64> = run
+            // The last 300 s (the canonical fleet's 300–600 s; after the last join in
+            // fleet-join), or the second half of a shorter run.
+            let (a, b) = ((end - 300.0).max(end / 2.0), end);
+            let jain = |per: &[f64]| {
+                let sum: f64 = per.iter().sum();
+                let sq: f64 = per.iter().map(|x| x * x).sum();
+                sum * sum / (per.len() as f64 * sq)
+            };
+            let limits: Vec<f64> = run
                 .tr
                 .limit
                 .iter()
                 .map(|l| mean(run.ticks(a, b).map(|i| l[i] as f64)))
                 .collect();
-            let sum: f64 = per.iter().sum();
-            let sq: f64 = per.iter().map(|x| x * x).sum();
-            let jain = sum * sum / (per.len() as f64 * sq);
+            // Calls each client completed: what its users see.
+            let (ta, tb) = ((a * SEC as f64) as u64, (b * SEC as f64) as u64);
+            let mut done = vec![0.0; limits.len()];
+            for c in &run.tr.calls {
+                if c.verdict == Verdict::Success && c.end >= ta && c.end < tb {
+                    done[c.client as usize] += 1.0;
+                }
+            }
             vec![
-                ("jain", some(jain)),
-                ("sumLimitOverCapacity", some(sum / run.mean_servers(a, b))),
+                ("jain", some(jain(&done))),
+                ("limitJain", some(jain(&limits))),
+                (
+                    "sumLimitOverCapacity",
+                    some(limits.iter().sum::<f64>() / run.mean_servers(a, b)),
+                ),
                 ("goodputPct", some(run.goodput_pct(a, b))),
                 ("p90OverNoLoad", some(run.p90_over_no_load(a, b))),
                 ("shedPct", some(run.shed_pct(a, b))),

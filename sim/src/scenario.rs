@@ -186,6 +186,9 @@ pub struct Scenario {
     pub initial_backlog: u32,
     /// Client c starts its load at c × this (0: all at once).
     pub join_every_ns: u64,
+    /// Each client starts its load at a random time in `[0, this)` (a fleet's processes do not
+    /// start in lockstep). 0: at once (or `join_every_ns`).
+    pub stagger_ns: u64,
     /// What a real client adds (`Realism`); `None`: the idealised world.
     pub realism: Option<Realism>,
     /// `initialLimit` of the clients' limiters (`None`: the default).
@@ -213,6 +216,7 @@ fn common(name: &'static str, about: &'static str, secs: f64, measure: Measure) 
         streaming: None,
         initial_backlog: 0,
         join_every_ns: 0,
+        stagger_ns: 0,
         realism: None,
         initial_limit: None,
         changes: Vec::new(),
@@ -359,6 +363,41 @@ pub fn all() -> Vec<Scenario> {
         sc.clients = clients;
         sc.load = Load::Closed { callers };
         sc.join_every_ns = s(join);
+        v.push(sc);
+    }
+
+    // The Node tests' fleets: separate processes, each with 64 callers, starting at random
+    // within 3 s, against the real upstream's fixed 100 ms service, with the connection setup
+    // and event-loop lag a real client adds.
+    for (name, about, clients, servers) in [
+        (
+            "fleet-real",
+            "4 clients x 64 callers, C=32, S=100ms fixed, starts within 3s, lag",
+            4,
+            32,
+        ),
+        (
+            "fleet-real-8",
+            "8 clients x 64 callers, C=64, S=100ms fixed, starts within 3s, lag",
+            8,
+            64,
+        ),
+    ] {
+        let mut sc = common(name, about, 120.0, Measure::Fleet);
+        sc.servers = servers;
+        sc.clients = clients;
+        sc.service = Service {
+            median_ns: 100.0 * MS as f64,
+            sigma: 0.02,
+            bimodal: None,
+        };
+        sc.load = Load::Closed { callers: 64 };
+        sc.timeout_ns = u64::MAX;
+        sc.stagger_ns = s(3.0);
+        sc.realism = Some(Realism {
+            connect_ns: 40.0 * MS as f64,
+            lag_ns: 2.0 * MS as f64,
+        });
         v.push(sc);
     }
 

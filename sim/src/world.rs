@@ -172,7 +172,10 @@ impl<'a> World<'a> {
             self.dispatch(id);
         }
         for c in 0..self.clients.len() {
-            if self.sc.join_every_ns == 0 || c == 0 {
+            if self.sc.stagger_ns > 0 {
+                let t = self.rng.next_f64() * self.sc.stagger_ns as f64;
+                self.q.push(t as u64, Ev::Join { client: c as u16 });
+            } else if self.sc.join_every_ns == 0 || c == 0 {
                 self.set_load(c, self.sc.load);
             } else {
                 self.q.push(

@@ -39,6 +39,7 @@ fn upstream(servers: u32, service_ms: u64, callers: u32, secs: u64) -> Scenario 
         streaming: None,
         initial_backlog: 0,
         join_every_ns: 0,
+        stagger_ns: 0,
         realism: None,
         initial_limit: None,
         changes: Vec::new(),

@@ -224,6 +224,21 @@ fn common(name: &'static str, about: &'static str, secs: f64, measure: Measure) 
     }
 }
 
+/// The Node tests' real upstream and client: a fixed 100 ms service (σ 0.02), no deadline, the
+/// first call on each new connection 40 ms late, responses seen an exponential 2 ms late.
+fn real_upstream(sc: &mut Scenario) {
+    sc.service = Service {
+        median_ns: 100.0 * MS as f64,
+        sigma: 0.02,
+        bimodal: None,
+    };
+    sc.timeout_ns = u64::MAX;
+    sc.realism = Some(Realism {
+        connect_ns: 40.0 * MS as f64,
+        lag_ns: 2.0 * MS as f64,
+    });
+}
+
 /// The common scenarios, in order, then the reported failure modes.
 pub fn all() -> Vec<Scenario> {
     let mut v = Vec::new();
@@ -386,18 +401,9 @@ pub fn all() -> Vec<Scenario> {
         let mut sc = common(name, about, 120.0, Measure::Fleet);
         sc.servers = servers;
         sc.clients = clients;
-        sc.service = Service {
-            median_ns: 100.0 * MS as f64,
-            sigma: 0.02,
-            bimodal: None,
-        };
+        real_upstream(&mut sc);
         sc.load = Load::Closed { callers: 64 };
-        sc.timeout_ns = u64::MAX;
         sc.stagger_ns = s(3.0);
-        sc.realism = Some(Realism {
-            connect_ns: 40.0 * MS as f64,
-            lag_ns: 2.0 * MS as f64,
-        });
         v.push(sc);
     }
 
@@ -426,18 +432,9 @@ pub fn all() -> Vec<Scenario> {
             },
         );
         sc.servers = if halves { 16 } else { 8 };
-        sc.service = Service {
-            median_ns: 100.0 * MS as f64,
-            sigma: 0.02,
-            bimodal: None,
-        };
+        real_upstream(&mut sc);
         sc.load = Load::Closed { callers: 40 };
-        sc.timeout_ns = u64::MAX;
         sc.initial_limit = Some(initial);
-        sc.realism = Some(Realism {
-            connect_ns: 40.0 * MS as f64,
-            lag_ns: 2.0 * MS as f64,
-        });
         if halves {
             sc.changes = vec![(s(30.0), Change::Servers(8))];
         }

@@ -92,9 +92,11 @@ impl Row {
     }
 
     /// `initial`: the scenario's `initialLimit` (`None`: the default).
-    pub fn build(self, seed: u64, initial: Option<u32>) -> Box<dyn ClientLimiter> {
+    pub fn build(self, seed: u64, initial: Option<u32>, phase_ns: u64) -> Box<dyn ClientLimiter> {
         match self {
-            Row::Resilix(algorithm) => Box::new(ResilixClient::new(algorithm, seed, initial)),
+            Row::Resilix(algorithm) => {
+                Box::new(ResilixClient::new(algorithm, seed, initial, phase_ns))
+            }
             Row::NetflixVegas => Box::new(NetflixVegas::new(seed)),
         }
     }
@@ -110,11 +112,13 @@ pub struct ResilixClient {
 }
 
 impl ResilixClient {
-    pub fn new(algorithm: Algorithm, seed: u64, initial: Option<u32>) -> Self {
+    /// `phase_ns`: where the clients' wall clock stands at t = 0 (the baseline probes' phase).
+    pub fn new(algorithm: Algorithm, seed: u64, initial: Option<u32>, phase_ns: u64) -> Self {
         let d = LimiterOptions::default();
         let limiter = LimiterOptions {
             algorithm,
             initial_limit: initial.unwrap_or(d.initial_limit),
+            clock_offset_ns: phase_ns,
             ..d
         };
         Self::with_limiter(limiter, seed)

@@ -99,7 +99,14 @@ pub struct World<'a> {
 
 /// Run one scenario with one limiter row and one seed.
 pub fn run(sc: &Scenario, row: Row, seed: u64) -> Trace {
-    run_with(sc, &|s| row.build(s, sc.initial_limit), seed)
+    // A real fleet starts at any point of the probes' wall-clock phase; the same for all its
+    // clients (they share the clock).
+    let phase = if sc.stagger_ns > 0 {
+        SplitMix64::new(seed ^ 0x5ca1ab1e).next_u64() % 10_000_000_000
+    } else {
+        0
+    };
+    run_with(sc, &|s| row.build(s, sc.initial_limit, phase), seed)
 }
 
 /// Run one scenario with clients built by `build` (from a seed the world draws for each client).

@@ -13,9 +13,10 @@ use crate::{Nanos, Sample};
 const HOLD_WEIGHT: f32 = 1.0 / 16.0;
 
 /// The share of a call's deadline the expected wait and run may fill before it is refused at
-/// once. 0.85: ours, a guess: the limit runs up to a quarter above what the upstream serves,
-/// where latencies are longer than the windows read them (ADR 0114 has 0.7, 0.8 and 0.9).
-const DEADLINE_SHARE: f64 = 0.85;
+/// once. 0.8: the limit runs up to a quarter above what the upstream serves, where latencies
+/// are longer than the windows read them; at 0.85 a 500 ms batch on the real upstream had 21 of
+/// 1 000 time out after admission in one run of three, at 0.8 none in four (ADR 0114).
+const DEADLINE_SHARE: f64 = 0.8;
 
 /// The queue options as the limiter keeps them: a key's memory is bounded (≤ 2 KiB).
 #[derive(Clone, Copy, Debug)]
@@ -379,8 +380,8 @@ mod tests {
             }
         }
         assert_eq!(l.last_refusal(), QueueRefusal::Deadline);
-        // Waiters ahead + itself, at 1 ms each, plus its own run (10 ms) within 85 % of 100 ms.
-        assert_eq!(waited, 75);
+        // Waiters ahead + itself, at 1 ms each, plus its own run (10 ms) within 80 % of 100 ms.
+        assert_eq!(waited, 70);
         // Without a deadline the same call waits.
         assert_eq!(l.admit(1, &mut rng, u64::MAX), Admission::Queue);
     }

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use resilix_engine::breaker::Breaker;
 use resilix_engine::retry::Settled;
-use resilix_engine::{BreakerOptions, RetryPolicy, SplitMix64, Verdict};
+use resilix_engine::{BreakerOptions, LimiterOptions, RetryPolicy, SplitMix64, Verdict};
 
 use crate::breaker_rule::BreakerRule;
 use crate::client::{Acq, ClientLimiter, Row, Wake};
@@ -102,7 +102,8 @@ pub fn run(sc: &Scenario, row: Row, seed: u64) -> Trace {
     // A real fleet starts at any point of the probes' wall-clock phase; the same for all its
     // clients (they share the clock).
     let phase = if sc.stagger_ns > 0 {
-        SplitMix64::new(seed ^ 0x5ca1ab1e).next_u64() % 10_000_000_000
+        SplitMix64::new(seed ^ 0x5ca1ab1e).next_u64()
+            % (LimiterOptions::default().probe_interval_ms * 1_000_000)
     } else {
         0
     };

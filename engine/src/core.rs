@@ -144,6 +144,61 @@ impl Engine {
         Ok(self.registry.get_mut(key)?.leave_queue())
     }
 
+    /// Acquire for a call of `level` by `tenant` (see `PolicySet::acquire_at`).
+    #[inline]
+    pub fn acquire_at(
+        &mut self,
+        key: KeyHandle,
+        now: Nanos,
+        budget_ns: u64,
+        level: u8,
+        tenant: u32,
+    ) -> Result<Acquired, StaleHandle> {
+        let rng = &mut self.rng;
+        Ok(self
+            .registry
+            .get_mut(key)?
+            .acquire_at(now, rng, budget_ns, level, tenant))
+    }
+
+    /// The level of a call of `priority` by `tenant` on `key` (see `PolicySet::level_of`).
+    pub fn level_of(
+        &mut self,
+        key: KeyHandle,
+        priority: crate::Priority,
+        tenant: u32,
+        now: Nanos,
+    ) -> Result<u8, StaleHandle> {
+        Ok(self.registry.get_mut(key)?.level_of(priority, tenant, now))
+    }
+
+    /// Admit the oldest waiter of `level` (see `PolicySet::admit_queued_at`).
+    #[inline]
+    pub fn admit_queued_at(
+        &mut self,
+        key: KeyHandle,
+        now: Nanos,
+        level: u8,
+        tenant: u32,
+    ) -> Result<Option<Acquired>, StaleHandle> {
+        Ok(self
+            .registry
+            .get_mut(key)?
+            .admit_queued_at(now, level, tenant))
+    }
+
+    /// A waiter of `level` gave up before running.
+    #[inline]
+    pub fn leave_queue_at(&mut self, key: KeyHandle, level: u8) -> Result<bool, StaleHandle> {
+        Ok(self.registry.get_mut(key)?.leave_queue_at(level))
+    }
+
+    /// The highest level a call waits at on `key`.
+    #[inline]
+    pub fn highest_waiting(&self, key: KeyHandle) -> Result<Option<u8>, StaleHandle> {
+        Ok(self.registry.get(key)?.highest_waiting())
+    }
+
     #[inline]
     pub fn mark(&mut self, key: KeyHandle, permit: u64, now: Nanos) -> Result<bool, StaleHandle> {
         Ok(self.registry.get_mut(key)?.mark(permit, now))

@@ -9,12 +9,14 @@ pub mod limiter;
 pub mod options;
 pub mod permit;
 pub mod policy_set;
+pub mod priority;
 pub mod queue;
 pub mod registry;
 pub mod retry;
 pub mod rng;
 mod sample;
 pub mod standing;
+pub mod tenants;
 mod verdict;
 
 pub use self::core::Engine;
@@ -25,9 +27,11 @@ pub use options::{
     QueueOptions, RegistryOptions,
 };
 pub use policy_set::{Acquired, KeyStats, PolicySet, RejectReason, StalePermit};
+pub use priority::{Priority, DEFAULT_LEVEL};
 pub use queue::QueueRefusal;
 pub use registry::{KeyHandle, RegistryError, Resolved, StaleHandle, Worth};
 pub use retry::{BudgetOptions, Decision, Jitter, Refusal, RetryOn, RetryPolicy};
 pub use rng::SplitMix64;
 pub use sample::Sample;
+pub use tenants::tenant_id;
 pub use verdict::Verdict;

@@ -3,7 +3,8 @@
 
 use crate::limit::{Limit, LimitStats};
 use crate::options::{LimiterOptions, QueueOptions};
-use crate::queue::{admit, Admission, QueueRefusal};
+use crate::priority::{QueuedByLevel, RecentLevels};
+use crate::queue::{shed_share, Admission, QueueRefusal};
 use crate::rng::SplitMix64;
 use crate::standing::{interval_ns, Standing};
 use crate::{Nanos, Sample};
@@ -48,6 +49,9 @@ pub struct Limiter {
     /// stream's body; 0 for calls that do not mark.
     tail_ns: f32,
     standing: Standing,
+    /// Waiting calls by level, and the levels recently seen waiting (ADR 1001).
+    levels: QueuedByLevel,
+    recent: RecentLevels,
     /// Why the last `'queue'` refusal refused (read on the refusal path only).
     last_refusal: QueueRefusal,
 }
@@ -66,18 +70,27 @@ impl Limiter {
             hold_ns: 0.0,
             tail_ns: 0.0,
             standing: Standing::default(),
+            levels: QueuedByLevel::default(),
+            recent: RecentLevels::default(),
             last_refusal: QueueRefusal::Standing,
         }
     }
 
     /// Decide a new call; counts it as in flight or queued accordingly. `budget_ns` is the
-    /// time the caller will wait at most (`u64::MAX`: no deadline).
+    /// time the caller will wait at most (`u64::MAX`: no deadline); `level` ranks it in the
+    /// queue (`priority.rs`).
     ///
     /// The queue (ADR 0114): a call waits unless the key already holds `maxQueued` waiters,
     /// or it could not leave the queue within its budget (refused at once rather than left to
     /// time out waiting: ADR 0110), or the queue is standing, where the factors' ramp sheds.
     #[inline]
-    pub fn admit(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Admission {
+    pub fn admit(
+        &mut self,
+        now: Nanos,
+        rng: &mut SplitMix64,
+        budget_ns: u64,
+        level: u8,
+    ) -> Admission {
         self.limit.on_acquire(now, self.inflight);
         let run_limit = self.limit.admit_limit();
         if self.queued == 0 && self.inflight < run_limit {
@@ -91,7 +104,8 @@ impl Limiter {
             return Admission::RejectLimit;
         };
         let limit = self.limit.current();
-        let refusal = self.queue_refusal(q, now, limit, rng, budget_ns);
+        self.recent.record(level);
+        let refusal = self.queue_refusal(q, now, limit, rng, budget_ns, level);
         match refusal {
             Some(r) => {
                 self.last_refusal = r;
@@ -99,6 +113,7 @@ impl Limiter {
             }
             None => {
                 self.queued += 1;
+                self.levels.add(level);
                 Admission::Queue
             }
         }
@@ -113,6 +128,7 @@ impl Limiter {
         limit: u32,
         rng: &mut SplitMix64,
         budget_ns: u64,
+        level: u8,
     ) -> Option<QueueRefusal> {
         if self.queued >= q.max_queued {
             return Some(QueueRefusal::Full);
@@ -120,15 +136,13 @@ impl Limiter {
         let free_zone = ((q.initial_factor - 1.0) * limit as f32) as u32;
         let hold = self.hold_ns as f64;
         let interval = interval_ns(hold, limit);
+        // A standing queue sheds the ramp's share of arrivals, lowest levels first (ADR 1001).
         if self.standing.observe(now, self.queued, free_zone, interval)
-            && admit(
-                self.inflight,
-                self.queued,
-                0,
-                limit,
-                Some(&q.options()),
+            && self.recent.sheds(
+                level,
+                shed_share(self.inflight, self.queued, limit, &q.options()),
                 rng,
-            ) == Admission::RejectQueue
+            )
         {
             return Some(QueueRefusal::Standing);
         }
@@ -145,7 +159,9 @@ impl Limiter {
                 _ => hold,
             };
             let (drain, own) = (slot, slot);
-            let wait = (self.queued + 1) as f64 * drain / limit.max(1) as f64;
+            // Only the waiters at this call's level or above leave before it (ADR 1001).
+            let ahead = self.levels.at_or_above(level);
+            let wait = (ahead + 1) as f64 * drain / limit.max(1) as f64;
             if wait + own > DEADLINE_SHARE * budget_ns as f64 {
                 return Some(QueueRefusal::Deadline);
             }
@@ -153,27 +169,43 @@ impl Limiter {
         None
     }
 
-    /// Turn one waiter into a running call if the limit allows it now.
+    /// Turn one waiter of `level` into a running call if the limit allows it now. The caller
+    /// admits the highest level first ([`highest_waiting`](Self::highest_waiting)).
     #[inline]
-    pub fn admit_queued(&mut self, now: Nanos) -> bool {
+    pub fn admit_queued(&mut self, now: Nanos, level: u8) -> bool {
         self.limit.on_acquire(now, self.inflight);
-        if self.queued == 0 || self.inflight >= self.limit.admit_limit() {
+        if self.levels.at(level) == 0 || self.inflight >= self.limit.admit_limit() {
             return false;
         }
+        self.levels.remove(level);
         self.queued -= 1;
         self.inflight += 1;
         self.limit.on_admit(now);
         true
     }
 
-    /// A waiter left the queue without running (deadline, abort, or refused later on).
+    /// A waiter of `level` left the queue without running (deadline, abort, or refused later).
     #[inline]
-    pub fn leave_queue(&mut self) -> bool {
-        if self.queued == 0 {
+    pub fn leave_queue(&mut self, level: u8) -> bool {
+        if !self.levels.remove(level) {
             return false;
         }
         self.queued -= 1;
         true
+    }
+
+    /// Waiting calls by priority class.
+    pub fn queued_by_class(&self) -> [u32; 5] {
+        let mut out = [0; 5];
+        for level in 0..crate::priority::LEVELS as u8 {
+            out[crate::priority::class_of(level) as usize] += self.levels.at(level);
+        }
+        out
+    }
+
+    /// The highest level a call waits at: the next to admit.
+    pub fn highest_waiting(&self) -> Option<u8> {
+        self.levels.highest()
     }
 
     /// A call this limiter admitted ended; `sample` is `None` for ignored verdicts.
@@ -247,6 +279,7 @@ mod tests {
     use super::*;
     use crate::limit::FixedLimit;
     use crate::options::Algorithm;
+    use crate::priority::{Priority, DEFAULT_LEVEL as D};
     use crate::standing::MIN_INTERVAL_NS;
     use crate::Verdict;
 
@@ -285,7 +318,7 @@ mod tests {
     /// Admit `n` calls at `now`, each expected to run or wait.
     fn fill(l: &mut Limiter, rng: &mut SplitMix64, now: Nanos, n: u32) {
         for i in 0..n {
-            let a = l.admit(now, rng, u64::MAX);
+            let a = l.admit(now, rng, u64::MAX, D);
             assert!(
                 matches!(a, Admission::Run | Admission::Queue),
                 "call {i}: {a:?}"
@@ -298,7 +331,7 @@ mod tests {
         let mut now = 0;
         for _ in 0..3 {
             now += MIN_INTERVAL_NS;
-            let _ = l.admit(now, rng, u64::MAX);
+            let _ = l.admit(now, rng, u64::MAX, D);
         }
         assert!(l.standing(), "{} waiting did not stand", l.queued());
         now
@@ -312,9 +345,9 @@ mod tests {
         assert_eq!((l.inflight(), l.queued(), l.wakeable()), (4, 4, 0));
         l.set_limit(6);
         assert_eq!(l.wakeable(), 2);
-        assert!(l.admit_queued(0));
-        assert!(l.admit_queued(0));
-        assert!(!l.admit_queued(0));
+        assert!(l.admit_queued(0, D));
+        assert!(l.admit_queued(0, D));
+        assert!(!l.admit_queued(0, D));
         assert_eq!((l.inflight(), l.queued()), (6, 2));
         l.set_limit(100);
         assert_eq!(l.wakeable(), 2);
@@ -334,12 +367,12 @@ mod tests {
         for _ in 0..2 {
             l.release(0, None);
             assert_eq!(l.wakeable(), 0);
-            assert!(!l.admit_queued(0));
+            assert!(!l.admit_queued(0, D));
         }
         // inflight 2 == limit 2: still nobody. One more release: inflight 1 < 2.
         l.release(0, None);
         assert_eq!(l.wakeable(), 1);
-        assert!(l.admit_queued(0));
+        assert!(l.admit_queued(0, D));
         assert_eq!((l.inflight(), l.queued()), (2, 3));
     }
 
@@ -349,7 +382,7 @@ mod tests {
         let mut l = limiter(20);
         // Warm: samples of 20 ms, so the key has a hold time and a latency.
         for _ in 0..100 {
-            assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Run);
+            assert_eq!(l.admit(0, &mut rng, u64::MAX, D), Admission::Run);
             l.release(0, Some(&sample(20_000_000)));
         }
         // 10 000 calls at once: 20 run, the rest wait (the factors would stop at 60).
@@ -366,13 +399,13 @@ mod tests {
         let mut rng = SplitMix64::new(1);
         let mut l = limiter(10);
         for _ in 0..50 {
-            assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Run);
+            assert_eq!(l.admit(0, &mut rng, u64::MAX, D), Admission::Run);
             l.release(0, Some(&sample(10_000_000)));
         }
         let budget = 100_000_000; // 100 ms: 10 slots of 10 ms drain 1 call a ms
         let mut waited = 0;
         loop {
-            match l.admit(1, &mut rng, budget) {
+            match l.admit(1, &mut rng, budget, D) {
                 Admission::Run => {}
                 Admission::Queue => waited += 1,
                 Admission::RejectQueue => break,
@@ -383,7 +416,7 @@ mod tests {
         // Waiters ahead + itself, at 1 ms each, plus its own run (10 ms) within 80 % of 100 ms.
         assert_eq!(waited, 70);
         // Without a deadline the same call waits.
-        assert_eq!(l.admit(1, &mut rng, u64::MAX), Admission::Queue);
+        assert_eq!(l.admit(1, &mut rng, u64::MAX, D), Admission::Queue);
     }
 
     #[test]
@@ -391,7 +424,10 @@ mod tests {
         let mut rng = SplitMix64::new(1);
         let mut l = Limiter::new(&LimiterOptions::default(), 0); // vegas, limit 20
         for _ in 0..1_000 {
-            assert_eq!(l.admit(0, &mut rng, 2_000_000_000).is_run_or_queue(), true);
+            assert_eq!(
+                l.admit(0, &mut rng, 2_000_000_000, D).is_run_or_queue(),
+                true
+            );
         }
         assert_eq!((l.inflight(), l.queued()), (20, 980));
     }
@@ -405,11 +441,11 @@ mod tests {
         };
         let mut l = limiter_with(4, q);
         fill(&mut l, &mut rng, 0, 104);
-        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::RejectQueue);
+        assert_eq!(l.admit(0, &mut rng, u64::MAX, D), Admission::RejectQueue);
         assert_eq!(l.last_refusal(), QueueRefusal::Full);
         assert_eq!((l.inflight(), l.queued()), (4, 100));
-        l.leave_queue();
-        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Queue);
+        l.leave_queue(D);
+        assert_eq!(l.admit(0, &mut rng, u64::MAX, D), Admission::Queue);
     }
 
     #[test]
@@ -420,17 +456,17 @@ mod tests {
         let now = stand(&mut l, &mut rng);
         // 12+ outstanding at L = 4 is past 3L: refused, and the waiters stay.
         let q = l.queued();
-        assert_eq!(l.admit(now, &mut rng, u64::MAX), Admission::RejectQueue);
+        assert_eq!(l.admit(now, &mut rng, u64::MAX, D), Admission::RejectQueue);
         assert_eq!(l.last_refusal(), QueueRefusal::Standing);
         assert_eq!(l.queued(), q);
         // A larger limit moves the bound: below 2L = 2 × 8 outstanding waits without chance.
         l.set_limit(8);
-        assert_eq!(l.admit(now, &mut rng, u64::MAX), Admission::Queue);
+        assert_eq!(l.admit(now, &mut rng, u64::MAX, D), Admission::Queue);
         // Drained into the free zone (≤ (2 − 1) × L waiting), the queue no longer stands.
         while l.queued() > 8 {
-            l.leave_queue();
+            l.leave_queue(D);
         }
-        assert_eq!(l.admit(now, &mut rng, u64::MAX), Admission::Queue);
+        assert_eq!(l.admit(now, &mut rng, u64::MAX, D), Admission::Queue);
         assert!(!l.standing());
     }
 
@@ -447,14 +483,100 @@ mod tests {
         };
         let mut l = Limiter::new(&opts, 0);
         for _ in 0..3 {
-            assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Run);
+            assert_eq!(l.admit(0, &mut rng, u64::MAX, D), Admission::Run);
         }
-        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::RejectLimit);
+        assert_eq!(l.admit(0, &mut rng, u64::MAX, D), Admission::RejectLimit);
         l.set_limit(5);
-        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::Run);
+        assert_eq!(l.admit(0, &mut rng, u64::MAX, D), Admission::Run);
         l.set_limit(1);
-        assert_eq!(l.admit(0, &mut rng, u64::MAX), Admission::RejectLimit);
+        assert_eq!(l.admit(0, &mut rng, u64::MAX, D), Admission::RejectLimit);
         assert_eq!((l.inflight(), l.queued()), (4, 0));
+    }
+
+    #[test]
+    fn a_higher_level_counts_only_the_waiters_at_or_above_it_against_its_deadline() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = limiter(10);
+        for _ in 0..50 {
+            assert_eq!(l.admit(0, &mut rng, u64::MAX, D), Admission::Run);
+            l.release(0, Some(&sample(10_000_000)));
+        }
+        let (low, high) = (Priority::Sheddable.level(3), Priority::Critical.level(3));
+        // 10 run; 200 sheddable wait with no deadline: 200 ms of queue ahead at 1 ms each.
+        fill(&mut l, &mut rng, 1, 10);
+        for _ in 0..200 {
+            assert_eq!(l.admit(1, &mut rng, u64::MAX, low), Admission::Queue);
+        }
+        let budget = 100_000_000;
+        assert_eq!(l.admit(1, &mut rng, budget, low), Admission::RejectQueue);
+        assert_eq!(l.last_refusal(), QueueRefusal::Deadline);
+        // A critical call goes ahead of them all: it waits, 70 of them fit as before.
+        let mut waited = 0;
+        while l.admit(1, &mut rng, budget, high) == Admission::Queue {
+            waited += 1;
+        }
+        assert_eq!(waited, 70);
+        assert_eq!(l.queued_by_class(), [200, 0, 0, 0, 70]);
+        assert_eq!(l.highest_waiting(), Some(high));
+        // Admission and leaving are per level.
+        l.release(2, None);
+        assert!(!l.admit_queued(2, D), "nobody waits at the default level");
+        assert!(l.admit_queued(2, high));
+        assert!(!l.leave_queue(D));
+        assert!(l.leave_queue(low));
+        assert_eq!(l.queued(), 268);
+    }
+
+    #[test]
+    fn a_standing_queue_sheds_the_lowest_levels_first() {
+        let mut rng = SplitMix64::new(3);
+        let mut l = limiter(4);
+        let (low, high) = (Priority::Sheddable.level(3), Priority::Critical.level(3));
+        fill(&mut l, &mut rng, 0, 4);
+        // 7 sheddable to 3 critical waiting: 4 + 10 outstanding = 3.5 L, past the ramp.
+        for i in 0..10 {
+            let level = if i % 10 < 7 { low } else { high };
+            assert_eq!(l.admit(0, &mut rng, u64::MAX, level), Admission::Queue);
+        }
+        let mut now = 0;
+        for _ in 0..3 {
+            now += MIN_INTERVAL_NS;
+            let _ = l.admit(now, &mut rng, u64::MAX, low);
+        }
+        assert!(l.standing());
+        // 4 running and 13 waiting at L 4 is past maxFactor · L (3 L): every arrival is shed.
+        let q = l.queued();
+        let shed_low = (0..100)
+            .filter(|_| l.admit(now, &mut rng, u64::MAX, low) == Admission::RejectQueue)
+            .count();
+        assert_eq!(shed_low, 100);
+        assert_eq!(l.queued(), q);
+        // Inside the ramp (limit 6: 14 outstanding is 2.33 L, a third of the way to 3 L), the
+        // share shed is below the sheddable share of arrivals: no critical call is shed.
+        l.set_limit(6);
+        let mut critical_shed = 0;
+        for _ in 0..30 {
+            match l.admit(now, &mut rng, u64::MAX, high) {
+                Admission::RejectQueue => critical_shed += 1,
+                _ => {
+                    l.leave_queue(high);
+                }
+            }
+        }
+        assert_eq!(critical_shed, 0);
+        let shed_low = (0..1_000)
+            .filter(|_| match l.admit(now, &mut rng, u64::MAX, low) {
+                Admission::RejectQueue => true,
+                _ => {
+                    l.leave_queue(low);
+                    false
+                }
+            })
+            .count();
+        assert!(
+            (300..700).contains(&shed_low),
+            "{shed_low} of 1 000 sheddable shed"
+        );
     }
 
     impl Admission {

@@ -25,6 +25,8 @@ pub struct PermitSlot {
     pub probe_cycle: u32,
     /// Admitted from the queue: part of the caller's deadline was spent waiting with us.
     pub waited: bool,
+    /// The call's tenant (`tenants::tenant_id`), 0 for none: charged its slot time at settle.
+    pub tenant: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -66,6 +68,7 @@ impl PermitSlab {
             probe: probe_cycle != 0,
             probe_cycle,
             waited: false,
+            tenant: 0,
         };
         self.live += 1;
         Some(((gen as u64) << SLOT_BITS) | index as u64)

@@ -6,8 +6,10 @@ use crate::bulkhead::Bulkhead;
 use crate::limiter::Limiter;
 use crate::options::{Algorithm, PolicyOptions};
 use crate::permit::PermitSlab;
+use crate::priority::{class_of, Priority, DEFAULT_LEVEL, RANKS};
 use crate::queue::Admission;
 use crate::rng::SplitMix64;
+use crate::tenants::Tenants;
 use crate::{Nanos, Sample, Verdict};
 
 /// Why our own policy refused a call. The codes are the binding's wire format.
@@ -70,6 +72,12 @@ pub struct KeyStats {
     pub last_latency_ns: u64,
     /// Calls released as stuck: their fn had not settled long after the caller's answer.
     pub stuck: u64,
+    /// Calls waiting, by priority class (`Priority as usize`).
+    pub queued_by_priority: [u32; 5],
+    /// `'queue'` refusals, by the refused call's priority class.
+    pub queue_refusals_by_priority: [u64; 5],
+    /// Tenants whose usage the key tracks now.
+    pub tenants: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -83,6 +91,10 @@ pub struct PolicySet {
     rejections: [u64; 6],
     last_latency_ns: u64,
     stuck: u64,
+    /// `'queue'` refusals by priority class (ADR 1001).
+    queue_refusals_by_priority: [u64; 5],
+    /// Slot time by tenant, for calls that name one (ADR 1002).
+    tenants: Tenants,
     /// When a call last settled here (creation time before any): how fresh its state is.
     last_active: Nanos,
 }
@@ -99,6 +111,8 @@ impl PolicySet {
             rejections: [0; 6],
             last_latency_ns: 0,
             stuck: 0,
+            queue_refusals_by_priority: [0; 5],
+            tenants: Tenants::default(),
             last_active: now,
         }
     }
@@ -114,15 +128,49 @@ impl PolicySet {
     /// Always inline, down to `enter`: see `Engine::acquire` (ADR 0503).
     #[inline(always)]
     pub fn acquire_within(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Acquired {
-        let a = self.acquire_inner(now, rng, budget_ns);
+        self.acquire_at(now, rng, budget_ns, DEFAULT_LEVEL, 0)
+    }
+
+    /// As [`acquire_within`](Self::acquire_within) for a call of `level` (see
+    /// [`level_of`](Self::level_of)) by tenant `tenant` (`tenants::tenant_id`; 0: none). A
+    /// queued call is admitted with [`admit_queued_at`](Self::admit_queued_at) at its level.
+    #[inline(always)]
+    pub fn acquire_at(
+        &mut self,
+        now: Nanos,
+        rng: &mut SplitMix64,
+        budget_ns: u64,
+        level: u8,
+        tenant: u32,
+    ) -> Acquired {
+        let a = self.acquire_inner(now, rng, budget_ns, level, tenant);
         if let Acquired::Rejected(r) = a {
             self.rejections[r as usize] += 1;
+            if r == RejectReason::Queue {
+                self.queue_refusals_by_priority[class_of(level) as usize] += 1;
+            }
         }
         a
     }
 
+    /// The level of a call of `priority` by `tenant` (0: none): its class, ranked by the
+    /// tenant's recent usage of this key (ADR 1002). Starts tracking a new tenant.
+    pub fn level_of(&mut self, priority: Priority, tenant: u32, now: Nanos) -> u8 {
+        if tenant == 0 {
+            return priority.level(RANKS - 1);
+        }
+        priority.level(self.tenants.rank(tenant, now))
+    }
+
     #[inline(always)]
-    fn acquire_inner(&mut self, now: Nanos, rng: &mut SplitMix64, budget_ns: u64) -> Acquired {
+    fn acquire_inner(
+        &mut self,
+        now: Nanos,
+        rng: &mut SplitMix64,
+        budget_ns: u64,
+        level: u8,
+        tenant: u32,
+    ) -> Acquired {
         let probe = match &mut self.breaker {
             Some(b) => match b.try_acquire(now) {
                 Some(p) => p,
@@ -131,7 +179,7 @@ impl PolicySet {
             None => 0,
         };
         if let Some(l) = &mut self.limiter {
-            match l.admit(now, rng, budget_ns) {
+            match l.admit(now, rng, budget_ns, level) {
                 Admission::Run => {}
                 Admission::Queue => {
                     // The probe place is taken again when the waiter is admitted.
@@ -142,22 +190,38 @@ impl PolicySet {
                 Admission::RejectQueue => return self.refuse(probe, RejectReason::Queue, false),
             }
         }
-        self.enter(now, probe)
+        self.enter(now, probe, tenant)
     }
 
-    /// Admit the oldest waiter if the limit allows it now. The breaker is asked again: a call
-    /// it would refuse now never reaches the upstream (and leaves the queue).
+    /// Admit the oldest waiter of the highest level waiting, if the limit allows it now (for
+    /// callers whose waiters name no tenant).
     #[inline]
     pub fn admit_queued(&mut self, now: Nanos) -> Option<Acquired> {
-        let a = self.admit_queued_inner(now);
+        let level = self.highest_waiting()?;
+        self.admit_queued_at(now, level, 0)
+    }
+
+    /// Admit the oldest waiter of `level`, by `tenant`, if the limit allows it now. The caller
+    /// keeps its waiters in FIFOs by level and admits from the highest first
+    /// ([`highest_waiting`](Self::highest_waiting)). The breaker is asked again: a call it
+    /// would refuse now never reaches the upstream (and leaves the queue).
+    #[inline]
+    pub fn admit_queued_at(&mut self, now: Nanos, level: u8, tenant: u32) -> Option<Acquired> {
+        let a = self.admit_queued_inner(now, level, tenant);
         if let Some(Acquired::Rejected(r)) = a {
             self.rejections[r as usize] += 1;
         }
         a
     }
 
+    /// The highest level a call waits at (`None`: nobody waits).
     #[inline]
-    fn admit_queued_inner(&mut self, now: Nanos) -> Option<Acquired> {
+    pub fn highest_waiting(&self) -> Option<u8> {
+        self.limiter.as_ref().and_then(|l| l.highest_waiting())
+    }
+
+    #[inline]
+    fn admit_queued_inner(&mut self, now: Nanos, level: u8, tenant: u32) -> Option<Acquired> {
         let limiter = self.limiter.as_mut()?;
         if limiter.queued() == 0 {
             return None;
@@ -166,17 +230,17 @@ impl PolicySet {
             Some(b) => match b.try_acquire(now) {
                 Some(p) => p,
                 None => {
-                    limiter.leave_queue();
+                    limiter.leave_queue(level);
                     return Some(Acquired::Rejected(RejectReason::Breaker));
                 }
             },
             None => 0,
         };
-        if !limiter.admit_queued(now) {
+        if !limiter.admit_queued(now, level) {
             self.give_back_probe(probe);
             return None;
         }
-        let a = self.enter(now, probe);
+        let a = self.enter(now, probe, tenant);
         if let Acquired::Permit(id) = a {
             if let Some(slot) = self.permits.get_mut(id) {
                 slot.waited = true;
@@ -185,17 +249,24 @@ impl PolicySet {
         Some(a)
     }
 
-    /// A waiter left the queue without running. `false` when nobody was queued.
+    /// A waiter that named no priority left the queue without running. `false` when nobody
+    /// was queued.
     #[inline]
     pub fn leave_queue(&mut self) -> bool {
-        self.limiter.as_mut().is_some_and(|l| l.leave_queue())
+        self.leave_queue_at(DEFAULT_LEVEL)
+    }
+
+    /// A waiter of `level` left the queue without running. `false` when none waited there.
+    #[inline]
+    pub fn leave_queue_at(&mut self, level: u8) -> bool {
+        self.limiter.as_mut().is_some_and(|l| l.leave_queue(level))
     }
 
     /// Past the limiter: the bulkhead, then a permit. Always inline: returned from a call, the
     /// `Acquired` went through the stack and was copied on byte by byte, and reading it back
     /// stalled on store forwarding (perf, ADR 0503).
     #[inline(always)]
-    fn enter(&mut self, now: Nanos, probe: u32) -> Acquired {
+    fn enter(&mut self, now: Nanos, probe: u32, tenant: u32) -> Acquired {
         if let Some(b) = &mut self.bulkhead {
             if !b.try_acquire() {
                 return self.refuse(probe, RejectReason::Bulkhead, true);
@@ -206,7 +277,14 @@ impl PolicySet {
             None => self.permits.live() + 1,
         };
         match self.permits.alloc_probe(now, inflight, probe) {
-            Some(id) => Acquired::Permit(id),
+            Some(id) => {
+                if tenant != 0 {
+                    if let Some(slot) = self.permits.get_mut(id) {
+                        slot.tenant = tenant;
+                    }
+                }
+                Acquired::Permit(id)
+            }
             None => {
                 if let Some(b) = &mut self.bulkhead {
                     b.release();
@@ -287,6 +365,9 @@ impl PolicySet {
         }
         if let Some(b) = &mut self.bulkhead {
             b.release();
+        }
+        if slot.tenant != 0 {
+            self.tenants.charge(slot.tenant, duration_ns, end);
         }
         match &mut self.limiter {
             Some(l) => {
@@ -383,11 +464,17 @@ impl PolicySet {
             rejections: self.rejections,
             last_latency_ns: self.last_latency_ns,
             stuck: self.stuck,
+            queued_by_priority: self
+                .limiter
+                .as_ref()
+                .map_or([0; 5], |l| l.queued_by_class()),
+            queue_refusals_by_priority: self.queue_refusals_by_priority,
+            tenants: self.tenants.len() as u32,
         }
     }
 
     /// Approximate heap bytes this key holds beyond its inline size.
     pub fn heap_bytes(&self) -> usize {
-        self.permits.heap_bytes()
+        self.permits.heap_bytes() + self.tenants.heap_bytes()
     }
 }

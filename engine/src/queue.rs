@@ -63,20 +63,33 @@ pub fn admit(
         // drained, and a baseline learnt under load stayed (ADR 0113 "Without the queue").
         return Admission::RejectLimit;
     };
-    let outstanding = (inflight + queued) as f64;
-    let l = limit as f64;
-    let wait_bound = q.initial_factor * l;
-    let reject_bound = q.max_factor * l;
-    if outstanding < wait_bound {
-        return Admission::Queue;
-    }
-    if outstanding >= reject_bound {
+    let p_reject = shed_share(inflight, queued, limit, q);
+    if p_reject >= 1.0 {
         return Admission::RejectQueue;
     }
-    let p_reject = (outstanding - wait_bound) / (reject_bound - wait_bound);
+    if p_reject <= 0.0 {
+        return Admission::Queue;
+    }
     if rng.next_f64() < p_reject {
         Admission::RejectQueue
     } else {
         Admission::Queue
     }
+}
+
+/// The share of arrivals the factors' ramp sheds at `inflight + queued` outstanding calls:
+/// 0 below `initialFactor·L`, rising linearly to 1 at `maxFactor·L`.
+#[inline]
+pub fn shed_share(inflight: u32, queued: u32, limit: u32, q: &QueueOptions) -> f64 {
+    let outstanding = (inflight + queued) as f64;
+    let l = limit as f64;
+    let wait_bound = q.initial_factor * l;
+    let reject_bound = q.max_factor * l;
+    if outstanding < wait_bound {
+        return 0.0;
+    }
+    if outstanding >= reject_bound {
+        return 1.0;
+    }
+    (outstanding - wait_bound) / (reject_bound - wait_bound)
 }

@@ -221,7 +221,7 @@ fn rejected_and_cancelled_never_reach_the_algorithm() {
     let mut lim = Limiter::new(&o, 0);
     let mut rng = SplitMix64::new(1);
     for i in 0..1_000u64 {
-        let _ = lim.admit(i * MS, &mut rng, u64::MAX);
+        let _ = lim.admit(i * MS, &mut rng, u64::MAX, crate::priority::DEFAULT_LEVEL);
         lim.release(i * MS + 1, None); // what the policy set passes for Rejected / Cancelled
     }
     assert_eq!(lim.limit(), 20);

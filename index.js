@@ -12,6 +12,7 @@ const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
 const { SignalLinks, reasonOf } = require('./lib/signals')
 const { readCallOptions, acquireObject, notAFunction, parsed } = require('./lib/call-options')
+const { acquireAt } = require('./lib/levels')
 const { KeyState, checkKey, isUrl } = require('./lib/keys')
 const { keyStats, byKey } = require('./lib/stats')
 const { engines, closedError, TOO_MANY, tooManyError } = require('./lib/lifetime')
@@ -158,6 +159,7 @@ class Resilix {
     let timeoutMs = execute ? this._timeoutMs : undefined
     let retry = execute ? this._retry : null
     let signal
+    let prio = null
     if (opts !== undefined) {
       if (!readCallOptions(opts, execute, timeoutMs, retry)) return Promise.reject(parsed.error)
       if (execute) {
@@ -166,6 +168,7 @@ class Resilix {
       }
       timeoutMs = parsed.timeoutMs
       signal = parsed.signal
+      prio = parsed.prio
     }
     if (execute && typeof fn !== 'function') {
       return Promise.reject(notAFunction(fn))
@@ -175,12 +178,13 @@ class Resilix {
     try {
       ks = this._keyState(key)
       if (ks === null) return Promise.reject(this._events.rejected(REGISTRY_FULL, key))
-      p = this._acquire(ks, timeoutMs)
+      p = this._acquire(ks, timeoutMs, prio)
     } catch (err) {
       return Promise.reject(err)
     }
     // A listener (evict, limit, breaker) may have closed this instance meanwhile.
     if (this._closed) return Promise.reject(closedError('a call'))
+    if (prio !== null) return admitPrio(this, ks, fn, key, timeoutMs, signal, retry, prio, p)
     if (retry !== null) return startRetrying(this, ks, fn, retry, timeoutMs, signal, p)
     if (p >= 0) {
       if (fn === null) return Promise.resolve(new Permit(this, ks, p))
@@ -229,7 +233,8 @@ class Resilix {
 
   /** `budgetMs`: the call's deadline, so that the engine refuses at once a call that could not
    * leave the queue in time rather than let it time out waiting (ADR 0110). */
-  _acquire(ks, budgetMs) {
+  _acquire(ks, budgetMs, prio = null) {
+    if (prio !== null) return this._acquireAt(ks, budgetMs, prio)
     let p = budgetMs === undefined ? native.acquire(ks.handle) : native.acquireWithin(ks.handle, budgetMs)
     if (p === STALE_HANDLE) {
       // Evicted behind our back (cannot happen while calls are in flight); resolve again, but
@@ -247,10 +252,43 @@ class Resilix {
     return p
   }
 
+  /** `_acquire` for a call that names a priority or a tenant (lib/levels.js). */
+  _acquireAt(ks, budgetMs, prio) {
+    let p = acquireAt(ks.handle, budgetMs, prio)
+    if (p === STALE_HANDLE) {
+      this._keys.delete(ks.name)
+      const fresh = this._keyState(ks.name)
+      if (fresh === null) return REGISTRY_FULL
+      ks.handle = fresh.handle
+      ks.observed = -1
+      this._keys.set(ks.name, ks)
+      p = acquireAt(ks.handle, budgetMs, prio)
+    }
+    if (this._events.watching) this._events.observe(ks)
+    return p
+  }
+
   /** Settles a permit (lib/permit.js, which cannot require lib/call.js: call.js requires it). */
   _settle(ks, permit, verdict) {
     settle(this, ks, permit, verdict)
   }
+}
+
+/** `_admit`'s end for a call that names a priority or a tenant: always a guarded call. */
+function admitPrio(rx, ks, fn, key, timeoutMs, signal, retry, prio, p) {
+  if (retry !== null) return startRetrying(rx, ks, fn, retry, timeoutMs, signal, p, prio)
+  if (p >= 0) {
+    if (fn === null) return Promise.resolve(new Permit(rx, ks, p))
+    const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
+    call._prio = prio
+    return runGuarded(call, p)
+  }
+  if (p === QUEUED) {
+    const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
+    call._prio = prio
+    return wait(call)
+  }
+  return Promise.reject(rx._events.rejected(p, key, ks, prio))
 }
 
 /** The caller's signal aborted a call, or a retrying call's wait between attempts. */

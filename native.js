@@ -576,11 +576,15 @@ if (!nativeBinding) {
 }
 
 module.exports = nativeBinding
+module.exports.acquireAt = nativeBinding.acquireAt
 module.exports.admitQueued = nativeBinding.admitQueued
+module.exports.admitQueuedAt = nativeBinding.admitQueuedAt
 module.exports.createEngine = nativeBinding.createEngine
 module.exports.destroyEngine = nativeBinding.destroyEngine
 module.exports.keys = nativeBinding.keys
 module.exports.leaveQueue = nativeBinding.leaveQueue
+module.exports.leaveQueueAt = nativeBinding.leaveQueueAt
+module.exports.levelOf = nativeBinding.levelOf
 module.exports.mark = nativeBinding.mark
 module.exports.nowMs = nativeBinding.nowMs
 module.exports.observe = nativeBinding.observe

@@ -7,8 +7,9 @@ const { timeoutOption, describe, unknownExecuteOption, unknownAcquireOption } = 
 const { checkSignal } = require('./signals')
 const { didYouMean } = require('./suggest')
 const { callRetry } = require('./retry-options')
+const { priorityOption, tenantOption, Prio } = require('./levels')
 
-const parsed = { key: 'default', timeoutMs: undefined, signal: undefined, aborted: false, retry: null, error: null }
+const parsed = { key: 'default', timeoutMs: undefined, signal: undefined, aborted: false, retry: null, prio: null, error: null }
 
 /**
  * Reads `opts` into `parsed`; false (with `parsed.error`) when they are bad. `execute`: the
@@ -22,6 +23,7 @@ function readCallOptions(opts, execute, timeoutMs, retry) {
   parsed.signal = undefined
   parsed.aborted = false
   parsed.retry = retry
+  parsed.prio = null
   try {
     if (opts === null || typeof opts !== 'object') {
       throw new TypeError(`resilix: ${what} options must be an object, got ${describe(opts)}`)
@@ -40,6 +42,14 @@ function readCallOptions(opts, execute, timeoutMs, retry) {
     if (signal !== undefined) {
       parsed.aborted = checkSignal(signal, what)
       parsed.signal = signal
+    }
+    const priority = opts.priority
+    const tenant = opts.tenant
+    if (priority !== undefined || tenant !== undefined) {
+      parsed.prio = new Prio(
+        priority === undefined ? PRIORITY_NORMAL : priorityOption(priority, `resilix: ${what} option priority`),
+        tenant === undefined ? undefined : tenantOption(tenant, `resilix: ${what} option tenant`),
+      )
     }
     return true
   } catch (err) {
@@ -71,13 +81,16 @@ function acquireObject(o, opts) {
   if (opts !== undefined) {
     throw new TypeError(`resilix: acquire takes (key, options) or one object { key, timeoutMs, signal }, got an object and a second argument (${describe(opts)})`)
   }
-  for (const k in o) if (k !== 'key' && k !== 'timeoutMs' && k !== 'signal') throw unknownOption('acquire', k, true)
+  for (const k in o) if (!ACQUIRE_OBJECT.includes(k)) throw unknownOption('acquire', k, true)
   const key = o.key
-  return [key === undefined ? 'default' : key, { timeoutMs: o.timeoutMs, signal: o.signal }]
+  return [key === undefined ? 'default' : key, { timeoutMs: o.timeoutMs, signal: o.signal, priority: o.priority, tenant: o.tenant }]
 }
 
+const ACQUIRE_OBJECT = ['key', 'timeoutMs', 'signal', 'priority', 'tenant']
+const PRIORITY_NORMAL = require('./native').PRIORITIES.indexOf('normal')
+
 function unknownOption(what, name, takesKey) {
-  const takes = what === 'execute' ? ['key', 'timeoutMs', 'signal', 'retry'] : takesKey ? ['key', 'timeoutMs', 'signal'] : ['timeoutMs', 'signal']
+  const takes = what === 'execute' ? ['key', 'timeoutMs', 'signal', 'retry', 'priority', 'tenant'] : takesKey ? ACQUIRE_OBJECT : ['timeoutMs', 'signal', 'priority', 'tenant']
   const hint =
     !takesKey && name === 'key'
       ? ': the key is acquire\'s first argument, acquire(key, { timeoutMs }), or pass one object, acquire({ key, timeoutMs })'

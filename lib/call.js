@@ -13,7 +13,7 @@ const V = require('./verdicts')
 const { custom } = require('./classify')
 const { reasonOf } = require('./signals')
 const { Deadlines } = require('./deadlines')
-const { enqueue, admitNext, leave } = require('./queue')
+const { enqueue, admitNext, leave, leaveEngine } = require('./queue')
 const { Permit } = require('./permit')
 const { stuckAfterMs, warnSelfWait } = require('./lifetime')
 const diag = require('./diagnostics')
@@ -100,9 +100,10 @@ class GuardedCall extends Call {
     this._sentry = null
     this._sprev = null
     this._snext = null
-    // queue links (lib/queue.js)
+    // queue links (lib/queue.js), and the priority and tenant that order them (lib/levels.js)
     this._qprev = null
     this._qnext = null
+    this._prio = null
     // per-call events: a Timing while someone subscribes, else null (lib/diagnostics.js)
     this._timing = diag.timing()
     // a retrying call's policy (its first attempt) or its RetryState (lib/retry.js), else null
@@ -195,7 +196,7 @@ function linkSignal(call, running) {
     if (running) {
       settle(call._rx, call._ks, call._permit, V.CANCELLED)
       if (call._timing !== null) diag.settled(call._rx, call.key, V.CANCELLED, call._timing, false)
-    } else native.leaveQueue(call._ks.handle)
+    } else leaveEngine(call)
     return err
   }
   return undefined
@@ -339,7 +340,7 @@ function wake(rx, ks) {
       } else {
         detach(call)
         call._state = DONE
-        const err = rx._events.rejected(call._permit, ks.name)
+        const err = rx._events.rejected(call._permit, ks.name, undefined, call._prio)
         // A retry refused by our own policies is not sent: its call ends with the attempt before.
         if (call._retry !== null && !call._retry.first) {
           call._answered = true

@@ -7,7 +7,7 @@
 // Node defines Symbol.dispose from 20.4 on; before that it used Symbol.for('nodejs.dispose').
 const DISPOSE = Symbol.dispose ?? Symbol.for('nodejs.dispose')
 
-const { native, BREAKER_STATES, REASONS, REJECTED_BASE, VERDICTS: NAMES } = require('./native')
+const { native, BREAKER_STATES, REASONS, REJECTED_BASE, VERDICTS: NAMES, PRIORITIES } = require('./native')
 const { RejectedError } = require('./errors')
 const diag = require('./diagnostics')
 
@@ -80,11 +80,16 @@ class Emitter {
    * The RejectedError of an engine refusal, told to onReject listeners. `code`: the engine's
    * rejection outcome, REJECTED_BASE - reason (REGISTRY_FULL is 'registry'). `ks`: the key's
    * state, to say why its queue refused (a second native call, on the refusal path only).
+   * `prio`: the call's priority and tenant (lib/levels.js), null or undefined for none.
    */
-  rejected(code, key, ks) {
+  rejected(code, key, ks, prio) {
     const reason = REASONS[REJECTED_BASE - code]
-    const err = new RejectedError(reason, key, reason === 'queue' && ks !== undefined ? queueDetail(ks) : undefined)
-    if (this.has('reject')) this.emit('reject', { key, reason })
+    let detail = reason === 'queue' && ks !== undefined ? queueDetail(ks) : undefined
+    if (detail !== undefined && prio != null) detail += ` (priority ${PRIORITIES[prio.cls]})`
+    const err = new RejectedError(reason, key, detail)
+    if (this.has('reject')) {
+      this.emit('reject', prio == null ? { key, reason, priority: 'normal' } : { key, reason, priority: PRIORITIES[prio.cls], tenant: prio.tenant })
+    }
     diag.rejected(this.owner, key, reason)
     return err
   }

@@ -1,5 +1,5 @@
 'use strict'
-// Per-key state on the JS side: the native handle, the ends of the waiter FIFO (lib/queue.js)
+// Per-key state on the JS side: the native handle, the ends of the waiter list (lib/queue.js)
 // and the once-per-key warnings; what a key may be.
 
 const { describe } = require('./options')
@@ -8,8 +8,9 @@ class KeyState {
   constructor(name, handle) {
     this.name = name
     this.handle = handle
-    this.head = null // the waiter FIFO (lib/queue.js)
+    this.head = null // the waiters (lib/queue.js)
     this.tail = null
+    this.tails = null // the last waiter by level, once a call names a priority or tenant
     this.waking = false // a wake loop runs (lib/call.js)
     this.observed = -1 // the last observed limit and breaker state (lib/events.js)
     this.warnedSelfWait = false

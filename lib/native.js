@@ -34,7 +34,15 @@ module.exports = {
   RETRY_REFUSED_BASE: codes.retryRefusedBase,
   /** Refusal names by refusal number (index 0 unused). */
   RETRY_REFUSALS: codes.retryRefusals.map((r) => r ?? undefined),
+  /** Priority class names by class code (0 sheddable … 4 critical). */
+  PRIORITIES: codes.priorities,
+  /** Ranks per class; a call naming no tenant is at `class × RANKS + RANKS − 1`. */
+  RANKS: codes.ranks,
+  /** `levelOf` returns `level + LEVEL_SPAN × tenant`. */
+  LEVEL_SPAN: codes.levelSpan,
 }
+/** The level of a call that names no priority and no tenant (normal). */
+module.exports.DEFAULT_LEVEL = codes.priorities.indexOf('normal') * codes.ranks + codes.ranks - 1
 
 /** The one error mapper: a native error becomes a RangeError (bad argument) or an Error. */
 module.exports.mapNativeError = function mapNativeError(err) {

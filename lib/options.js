@@ -61,13 +61,15 @@ function checkKnown(obj, known, prefix) {
  * A for-in over a small literal, no allocation: a few ns on the hot path (ADR 0803).
  */
 function unknownExecuteOption(opts) {
-  for (const k in opts) if (k !== 'key' && k !== 'timeoutMs' && k !== 'signal' && k !== 'retry') return k
+  for (const k in opts) {
+    if (k !== 'key' && k !== 'timeoutMs' && k !== 'signal' && k !== 'retry' && k !== 'priority' && k !== 'tenant') return k
+  }
   return undefined
 }
 
 /** The same for acquire(), which takes the key as its first argument. */
 function unknownAcquireOption(opts) {
-  for (const k in opts) if (k !== 'timeoutMs' && k !== 'signal') return k
+  for (const k in opts) if (k !== 'timeoutMs' && k !== 'signal' && k !== 'priority' && k !== 'tenant') return k
   return undefined
 }
 

@@ -1,12 +1,48 @@
 'use strict'
-// The waiter FIFO of a key: calls waiting for a permit, in arrival order. An intrusive list
-// through the calls (O(1) enqueue and removal, no allocation); its head and tail live on the
-// KeyState (lib/keys.js). The engine keeps the count that admission decisions use; every exit
-// from this list tells the engine (admitQueued or leaveQueue), so the two never drift apart.
+// The waiters of a key: calls waiting for a permit, the highest level first and in arrival
+// order within a level (ADR 1001). An intrusive list through the calls (O(1) removal, no
+// allocation) whose head is always the next to admit; its ends live on the KeyState
+// (lib/keys.js). A key whose calls all name no priority keeps one FIFO (`ks.tails` null);
+// the first call that names one adds the last waiter of each level, so that a call is
+// inserted behind its level's last. The engine keeps the counts by level that admission
+// decisions use; every exit from this list tells the engine (admitQueued or leaveQueue), so
+// the two never drift apart.
 
-const { native, KEEP_WAITING, STALE_HANDLE } = require('./native')
+const { native, KEEP_WAITING, STALE_HANDLE, DEFAULT_LEVEL } = require('./native')
+const { LEVELS } = require('./levels')
+
+/** A waiter's level: its priority class and tenant rank (lib/levels.js). */
+function levelOf(call) {
+  return call._prio === null ? DEFAULT_LEVEL : call._prio.level
+}
 
 function enqueue(ks, call) {
+  const level = levelOf(call)
+  if (ks.tails === null) {
+    if (call._prio === null) return append(ks, call)
+    ks.tails = new Array(LEVELS).fill(null)
+    ks.tails[DEFAULT_LEVEL] = ks.tail
+  }
+  // Behind the last waiter at this level or, if none, at the nearest level above it.
+  let after = null
+  for (let l = level; l < LEVELS && after === null; l++) after = ks.tails[l]
+  ks.tails[level] = call
+  if (after === null) {
+    call._qprev = null
+    call._qnext = ks.head
+    if (ks.head !== null) ks.head._qprev = call
+    else ks.tail = call
+    ks.head = call
+    return
+  }
+  if (after === ks.tail) return append(ks, call)
+  call._qprev = after
+  call._qnext = after._qnext
+  after._qnext._qprev = call
+  after._qnext = call
+}
+
+function append(ks, call) {
   call._qprev = ks.tail
   call._qnext = null
   if (ks.tail !== null) ks.tail._qnext = call
@@ -17,6 +53,10 @@ function enqueue(ks, call) {
 function unqueue(ks, call) {
   const prev = call._qprev
   const next = call._qnext
+  if (ks.tails !== null) {
+    const level = levelOf(call)
+    if (ks.tails[level] === call) ks.tails[level] = prev !== null && levelOf(prev) === level ? prev : null
+  }
   if (prev !== null) prev._qnext = next
   else ks.head = next
   if (next !== null) next._qprev = prev
@@ -26,27 +66,33 @@ function unqueue(ks, call) {
 }
 
 /**
- * The oldest waiter, taken out of the FIFO with the engine's answer in `_permit`: a permit (≥ 0)
+ * The next waiter, taken out of the list with the engine's answer in `_permit`: a permit (≥ 0)
  * or a rejection code. null when there is none or it must keep waiting.
  */
 function admitNext(ks) {
-  if (ks.head === null) return null
-  const p = native.admitQueued(ks.handle)
-  if (p === KEEP_WAITING || p === STALE_HANDLE) return null
   const call = ks.head
+  if (call === null) return null
+  const p = ks.tails === null ? native.admitQueued(ks.handle) : native.admitQueuedAt(ks.handle, levelOf(call), call._prio === null ? 0 : call._prio.id)
+  if (p === KEEP_WAITING || p === STALE_HANDLE) return null
   unqueue(ks, call)
   call._permit = p
   return call
 }
 
-/** A waiter gives up (deadline, abort, close): out of the FIFO and of the engine's count. */
+/** A waiter gives up (deadline, abort, close): out of the list and of the engine's count. */
 function leave(call) {
   unqueue(call._ks, call)
-  native.leaveQueue(call._ks.handle)
+  leaveEngine(call)
   if (call._asyncResource !== null) {
     call._asyncResource.emitDestroy()
     call._asyncResource = null
   }
 }
 
-module.exports = { enqueue, admitNext, leave }
+/** The engine's count of a call that was queued there and leaves before its list. */
+function leaveEngine(call) {
+  if (call._prio === null) native.leaveQueue(call._ks.handle)
+  else native.leaveQueueAt(call._ks.handle, call._prio.level)
+}
+
+module.exports = { enqueue, admitNext, leave, leaveEngine }

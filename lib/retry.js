@@ -38,18 +38,20 @@ function record(x, attempts) {
  * costs what a call without retries does: it holds the policy (`call._retry`), and a RetryState
  * is made only once an attempt did not succeed.
  */
-function startRetrying(rx, ks, fn, policy, timeoutMs, signal, p) {
-  if (p >= 0 && timeoutMs === undefined && signal === undefined && policy.attemptTimeoutMs === undefined && !diag.active()) {
+function startRetrying(rx, ks, fn, policy, timeoutMs, signal, p, prio = null) {
+  if (prio === null && p >= 0 && timeoutMs === undefined && signal === undefined && policy.attemptTimeoutMs === undefined && !diag.active()) {
     return runPlainRetrying(rx, ks, fn, policy, p)
   }
-  if (p < 0 && p !== QUEUED) return Promise.reject(rx._events.rejected(p, ks.name, ks)) // never retried
+  if (p < 0 && p !== QUEUED) return Promise.reject(rx._events.rejected(p, ks.name, ks, prio)) // never retried
   if (policy.attemptTimeoutMs === undefined) {
     const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
     call._retry = policy
+    call._prio = prio
     return p >= 0 ? runGuarded(call, p) : wait(call)
   }
   // Attempts with their own deadline: the state from the first.
   const r = new RetryState(rx, ks, fn, policy, timeoutMs, clockCell[0], signal)
+  r.prio = prio
   return new Promise((resolve, reject) => {
     r.resolve = resolve
     r.reject = reject
@@ -110,6 +112,8 @@ class RetryState {
     // The last attempt that ran: what the call ends with when a retry is refused.
     this.lastOk = false
     this.last = undefined
+    /** Its priority and tenant (lib/levels.js), or null. */
+    this.prio = null
   }
 }
 
@@ -121,6 +125,7 @@ function attemptEnded(call, ok, x, verdict) {
     r = new RetryState(call._rx, call._ks, call._fn, r, call._timeoutMs, call._timeoutMs === undefined ? 0 : call._deadline - call._timeoutMs, call._callerSignal)
     r.resolve = call._resolve
     r.reject = call._reject
+    r.prio = call._prio
   }
   r.attempts++
   next(r, ok, x, verdict)
@@ -171,14 +176,14 @@ function afterBackoff(b) {
   }
   let p
   try {
-    p = rx._acquire(ks, left)
+    p = rx._acquire(ks, left, r.prio)
   } catch (err) {
     return fail(r, err)
   }
   if (rx._closed) return fail(r, closedError('a call')) // by a listener
   if (p >= 0 || p === QUEUED) return launch(r, p, left)
   // Refused at once by our own policies: not sent; the attempt before is the answer.
-  rx._events.rejected(p, ks.name, ks)
+  rx._events.rejected(p, ks.name, ks, r.prio)
   end(r, r.lastOk, r.last)
 }
 
@@ -193,6 +198,7 @@ function launch(r, p, left) {
   }
   const call = new GuardedCall(r.rx, r.ks, r.fn, ms, r.signal)
   call._retry = r
+  call._prio = r.prio
   call._resolve = r.resolve
   call._reject = r.reject
   if (p >= 0) {

@@ -17,6 +17,9 @@ function keyStats(key, s) {
     stuck: s.stuck,
     verdicts: s.verdicts,
     rejections: s.rejections,
+    queuedByPriority: s.queuedByPriority,
+    queueRefusalsByPriority: s.queueRefusalsByPriority,
+    tenants: s.tenants,
     retries: s.retries,
     retryBudgetRefusals: s.retryBudgetRefusals,
   }

@@ -5,7 +5,8 @@
 use napi_derive::napi;
 use resilix_engine::breaker::BreakerState;
 use resilix_engine::registry::INDEX_BITS;
-use resilix_engine::{Refusal, RejectReason, Verdict};
+use resilix_engine::priority::RANKS;
+use resilix_engine::{Priority, Refusal, RejectReason, Verdict};
 
 /// The call must wait in the queue.
 pub const QUEUED: f64 = -1.0;
@@ -68,6 +69,12 @@ pub struct WireCodes {
     pub retry_refused_base: f64,
     /// Why a retry was refused, by code: `retryRefusals[RETRY_REFUSED_BASE - c]`; index 0 unused.
     pub retry_refusals: Vec<Option<String>>,
+    /// Priority class names by class code (0 sheddable … 4 critical).
+    pub priorities: Vec<String>,
+    /// Ranks per class: a call naming no tenant is at `class × ranks + ranks − 1`.
+    pub ranks: u32,
+    /// `levelOf` returns `level + levelSpan × tenant`.
+    pub level_span: f64,
 }
 
 /// Every outcome code of the hot path, read once by the JS layer at load.
@@ -106,5 +113,8 @@ pub fn wire_codes() -> WireCodes {
             }
             names
         },
+        priorities: Priority::ALL.iter().map(|p| p.name().to_owned()).collect(),
+        ranks: RANKS as u32,
+        level_span: super::levels::LEVEL_SPAN,
     }
 }

@@ -35,7 +35,7 @@ thread_local! {
 }
 
 #[inline]
-fn publish(t: Nanos) {
+pub(super) fn publish(t: Nanos) {
     CLOCK_CELL.with(|c| {
         let p = c.get();
         if !p.is_null() {

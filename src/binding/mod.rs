@@ -11,6 +11,7 @@ mod clock;
 mod codes;
 mod engines;
 mod hot;
+mod levels;
 mod options;
 #[cfg(feature = "probes")]
 mod probes;

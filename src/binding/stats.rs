@@ -35,10 +35,37 @@ pub struct NativeStats {
     pub verdicts: NativeVerdictCounts,
     /// Refused calls by reason since the key was created.
     pub rejections: NativeRejectionCounts,
+    /// Calls waiting, by priority class.
+    pub queued_by_priority: NativePriorityCounts,
+    /// `'queue'` refusals by the refused call's priority class, since the key was created.
+    pub queue_refusals_by_priority: NativePriorityCounts,
+    /// Tenants whose recent usage the key tracks (at most 16).
+    pub tenants: u32,
     /// Retries granted since the key was created.
     pub retries: f64,
     /// Retries its retry budget refused since the key was created.
     pub retry_budget_refusals: f64,
+}
+
+#[napi(object)]
+pub struct NativePriorityCounts {
+    pub critical: f64,
+    pub high: f64,
+    pub normal: f64,
+    pub low: f64,
+    pub sheddable: f64,
+}
+
+impl NativePriorityCounts {
+    fn of<T: Copy + Into<f64>>(c: [T; 5]) -> Self {
+        NativePriorityCounts {
+            sheddable: c[0].into(),
+            low: c[1].into(),
+            normal: c[2].into(),
+            high: c[3].into(),
+            critical: c[4].into(),
+        }
+    }
 }
 
 #[napi(object)]
@@ -89,6 +116,11 @@ impl From<KeyStats> for NativeStats {
                 bulkhead: s.rejections[3] as f64,
                 breaker: s.rejections[4] as f64,
             },
+            queued_by_priority: NativePriorityCounts::of(s.queued_by_priority),
+            queue_refusals_by_priority: NativePriorityCounts::of(
+                s.queue_refusals_by_priority.map(|n| n as f64),
+            ),
+            tenants: s.tenants,
             retries: 0.0,
             retry_budget_refusals: 0.0,
         }

@@ -216,13 +216,13 @@ test('events: breaker transitions and rejections reach listeners; dispose() stop
   for (let i = 0; i < 2; i++) await rx.execute(async () => ({ status: 500 }), { key: 'k' })
   assert.deepEqual(breaker, [{ key: 'k', state: 'open', previous: 'closed' }])
   await rx.execute(async () => 1, { key: 'k' }).catch(() => {})
-  assert.deepEqual(rejects, [{ key: 'k', reason: 'breaker' }])
+  assert.deepEqual(rejects, [{ key: 'k', reason: 'breaker', priority: 'normal' }])
   await sleep(60)
   const d = deferred()
   const probe = rx.execute(() => d.promise, { key: 'k' })
   assert.deepEqual(breaker.at(-1), { key: 'k', state: 'half-open', previous: 'open' })
   await rx.execute(async () => 1, { key: 'k' }).catch(() => {})
-  assert.deepEqual(rejects.at(-1), { key: 'k', reason: 'breaker' })
+  assert.deepEqual(rejects.at(-1), { key: 'k', reason: 'breaker', priority: 'normal' })
   d.resolve('ok')
   await probe
   assert.deepEqual(breaker.at(-1), { key: 'k', state: 'closed', previous: 'half-open' })
@@ -231,7 +231,7 @@ test('events: breaker transitions and rejections reach listeners; dispose() stop
   const hold = deferred()
   const busy = rx.execute(() => hold.promise, { key: 'k' })
   await rx.execute(async () => 1, { key: 'k' }).catch(() => {})
-  assert.deepEqual(rejects.at(-1), { key: 'k', reason: 'limit' })
+  assert.deepEqual(rejects.at(-1), { key: 'k', reason: 'limit', priority: 'normal' })
   hold.resolve()
   await busy
   const nb = breaker.length

@@ -49,10 +49,10 @@ test('an unknown execute option rejects, naming it, as an unknown constructor op
   let ran = false
   const p = rx.execute(() => (ran = true), { key: 'k', tiemout: 5 })
   assert.ok(p instanceof Promise, 'a rejected promise, not a synchronous throw')
-  await assert.rejects(p, (e) => e instanceof TypeError && /unknown execute option tiemout \(execute takes key, timeoutMs, signal, retry\)/.test(e.message))
+  await assert.rejects(p, (e) => e instanceof TypeError && /unknown execute option tiemout \(execute takes key, timeoutMs, signal, retry, priority, tenant\)/.test(e.message))
   assert.equal(ran, false)
   assert.equal(rx.stats('k'), undefined, 'nothing was acquired')
-  await assert.rejects(rx.acquire('k', { key: 'k' }), /unknown acquire option key \(acquire takes timeoutMs, signal\)/)
+  await assert.rejects(rx.acquire('k', { key: 'k' }), /unknown acquire option key \(acquire takes timeoutMs, signal, priority, tenant\)/)
   assert.throws(() => new Resilix({ tiemoutMs: 5 }), /unknown option tiemoutMs/)
   // Known options, even undefined ones, pass.
   assert.equal(await rx.execute(() => 2, { key: 'k', timeoutMs: undefined, signal: undefined }), 2)

@@ -136,15 +136,15 @@ impl Limiter {
         let free_zone = ((q.initial_factor - 1.0) * limit as f32) as u32;
         let hold = self.hold_ns as f64;
         let interval = interval_ns(hold, limit);
-        // A standing queue sheds the ramp's share of arrivals, lowest levels first (ADR 1001).
-        if self.standing.observe(now, self.queued, free_zone, interval)
-            && self.recent.sheds(
-                level,
-                shed_share(self.inflight, self.queued, limit, &q.options()),
-                rng,
-            )
-        {
-            return Some(QueueRefusal::Standing);
+        // A standing queue sheds the ramp's share of arrivals, lowest levels first. A call is
+        // judged by the queue it would wait in: the waiters at its level or above (ADR 1001).
+        // With one level in use, that is the whole queue.
+        if self.standing.observe(now, self.queued, free_zone, interval) {
+            let ahead = self.levels.at_or_above(level);
+            let p = shed_share(self.inflight, ahead, limit, &q.options());
+            if self.recent.sheds(level, p, rng) {
+                return Some(QueueRefusal::Standing);
+            }
         }
         if budget_ns != u64::MAX && hold > 0.0 {
             // Expected wait: the waiters ahead and this call leave at `limit` per slot time;
@@ -531,11 +531,15 @@ mod tests {
     fn a_standing_queue_sheds_the_lowest_levels_first() {
         let mut rng = SplitMix64::new(3);
         let mut l = limiter(4);
-        let (low, high) = (Priority::Sheddable.level(3), Priority::Critical.level(3));
+        let (low, mid, high) = (
+            Priority::Sheddable.level(3),
+            Priority::Normal.level(3),
+            Priority::Critical.level(3),
+        );
         fill(&mut l, &mut rng, 0, 4);
-        // 7 sheddable to 3 critical waiting: 4 + 10 outstanding = 3.5 L, past the ramp.
-        for i in 0..10 {
-            let level = if i % 10 < 7 { low } else { high };
+        // 4 running, 10 sheddable and 2 critical waiting.
+        for i in 0..12 {
+            let level = if i < 10 { low } else { high };
             assert_eq!(l.admit(0, &mut rng, u64::MAX, level), Admission::Queue);
         }
         let mut now = 0;
@@ -544,39 +548,34 @@ mod tests {
             let _ = l.admit(now, &mut rng, u64::MAX, low);
         }
         assert!(l.standing());
-        // 4 running and 13 waiting at L 4 is past maxFactor · L (3 L): every arrival is shed.
+        // A sheddable call would wait behind all 13+: past maxFactor · L (12), always shed.
         let q = l.queued();
-        let shed_low = (0..100)
-            .filter(|_| l.admit(now, &mut rng, u64::MAX, low) == Admission::RejectQueue)
-            .count();
-        assert_eq!(shed_low, 100);
+        let shed = |l: &mut Limiter, rng: &mut SplitMix64, level, n| {
+            (0..n)
+                .filter(|_| match l.admit(now, rng, u64::MAX, level) {
+                    Admission::RejectQueue => true,
+                    _ => {
+                        l.leave_queue(level);
+                        false
+                    }
+                })
+                .count()
+        };
+        assert_eq!(shed(&mut l, &mut rng, low, 100), 100);
         assert_eq!(l.queued(), q);
-        // Inside the ramp (limit 6: 14 outstanding is 2.33 L, a third of the way to 3 L), the
-        // share shed is below the sheddable share of arrivals: no critical call is shed.
-        l.set_limit(6);
-        let mut critical_shed = 0;
-        for _ in 0..30 {
-            match l.admit(now, &mut rng, u64::MAX, high) {
-                Admission::RejectQueue => critical_shed += 1,
-                _ => {
-                    l.leave_queue(high);
-                }
-            }
+        // A critical one waits behind 4 running and 2 critical: 1.5 L, inside the free zone.
+        assert_eq!(shed(&mut l, &mut rng, high, 100), 0);
+        // A normal one behind the same 6: not shed either, its queue does not stand.
+        assert_eq!(shed(&mut l, &mut rng, mid, 100), 0);
+        // 6 normal calls more: a normal call would wait behind 4 + 8 = 3 L and is always shed,
+        // and a critical one still never.
+        for _ in 0..6 {
+            l.levels.add(mid);
+            l.queued += 1;
         }
-        assert_eq!(critical_shed, 0);
-        let shed_low = (0..1_000)
-            .filter(|_| match l.admit(now, &mut rng, u64::MAX, low) {
-                Admission::RejectQueue => true,
-                _ => {
-                    l.leave_queue(low);
-                    false
-                }
-            })
-            .count();
-        assert!(
-            (300..700).contains(&shed_low),
-            "{shed_low} of 1 000 sheddable shed"
-        );
+        let n = shed(&mut l, &mut rng, mid, 1_000);
+        assert_eq!(n, 1_000);
+        assert_eq!(shed(&mut l, &mut rng, high, 100), 0);
     }
 
     impl Admission {

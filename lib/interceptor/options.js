@@ -7,8 +7,9 @@ const { didYouMean } = require('../suggest')
 const { isUrl } = require('../keys')
 
 const { callRetry } = require('../retry-options')
+const { priorityOption, tenantOption } = require('../levels')
 
-const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'mark', 'retry', 'retryMethods'])
+const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'mark', 'retry', 'retryMethods', 'priority', 'tenant'])
 
 /** The methods RFC 9110 defines as idempotent: the only ones retried unless told otherwise. */
 const IDEMPOTENT = ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']
@@ -87,7 +88,7 @@ function markOption(mark) {
 
 /**
  * Validates the interceptor's arguments and returns the settings every request reads:
- * `{ rx, keyOf, timeoutMs, bodyTimeoutMs, classify, markAt, retry, retryMethods }`.
+ * `{ rx, keyOf, timeoutMs, bodyTimeoutMs, classify, markAt, retry, retryMethods, priorityOf, tenantOf }`.
  */
 function interceptorSettings(rx, options) {
   if (!isResilix(rx)) {
@@ -143,7 +144,27 @@ function interceptorSettings(rx, options) {
     retryMethods = m.map((x) => x.toUpperCase())
   }
 
-  return { rx, keyOf, timeoutMs, bodyTimeoutMs, classify, markAt, retry, retryMethods: new Set(retryMethods) }
+  const priorityOf = perRequest(options.priority, 'priority', priorityOption)
+  const tenantOf = perRequest(options.tenant, 'tenant', tenantOption)
+
+  return { rx, keyOf, timeoutMs, bodyTimeoutMs, classify, markAt, retry, retryMethods: new Set(retryMethods), priorityOf, tenantOf }
+}
+
+/**
+ * A `priority` or `tenant` option: a value, or a function of the dispatch options whose result
+ * is checked per request (undefined: none for that request). null when the option is unset.
+ */
+function perRequest(v, name, check) {
+  if (v === undefined) return null
+  if (typeof v === 'function') {
+    return (opts) => {
+      const x = v(opts)
+      if (x !== undefined) check(x, `resilix/undici: the ${name} function's result`)
+      return x
+    }
+  }
+  check(v, `resilix/undici: option ${name}`)
+  return () => v
 }
 
 module.exports = { interceptorSettings, BODY_TIMEOUT_MS, STREAM_TYPES, HEADERS, FIRST_CHUNK, IDEMPOTENT }

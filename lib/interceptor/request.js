@@ -108,11 +108,16 @@ class ResilientRequest {
     this.overall = true // the running attempt's timer is the request's own deadline
     this.backoff = null
     this.markPending = false // marking at the first body chunk, which has not come yet
+    this.priority = undefined
+    this.tenant = undefined
   }
 
   start() {
     try {
       this.key = this.s.keyOf(this.opts)
+      // Read once: every attempt of the request has the same priority and tenant.
+      if (this.s.priorityOf !== null) this.priority = this.s.priorityOf(this.opts)
+      if (this.s.tenantOf !== null) this.tenant = this.s.tenantOf(this.opts)
     } catch (err) {
       this.state = DONE
       deliverError(this, err)
@@ -141,7 +146,7 @@ class ResilientRequest {
     this.wait = new AbortController()
     let waiting
     try {
-      waiting = this.s.rx.acquire(this.key, { timeoutMs, signal: this.wait.signal })
+      waiting = this.s.rx.acquire(this.key, { timeoutMs, signal: this.wait.signal, priority: this.priority, tenant: this.tenant })
     } catch (err) {
       this.refused(err) // acquire answers with a rejected promise; a throw is treated alike
       return

@@ -4,8 +4,8 @@
 
 use napi_derive::napi;
 use resilix_engine::breaker::BreakerState;
-use resilix_engine::registry::INDEX_BITS;
 use resilix_engine::priority::RANKS;
+use resilix_engine::registry::INDEX_BITS;
 use resilix_engine::{Priority, Refusal, RejectReason, Verdict};
 
 /// The call must wait in the queue.

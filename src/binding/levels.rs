@@ -19,8 +19,12 @@ pub const LEVEL_SPAN: f64 = 32.0;
 /// `level + LEVEL_SPAN × tenant` (tenant 0: none), or `STALE_HANDLE`.
 #[napi(catch_unwind)]
 pub fn level_of(handle: f64, priority: u32, tenant: Option<String>) -> Result<f64> {
-    let p = Priority::from_code(priority)
-        .ok_or_else(|| Error::new(Status::InvalidArg, format!("priority class {priority} is not 0…4")))?;
+    let p = Priority::from_code(priority).ok_or_else(|| {
+        Error::new(
+            Status::InvalidArg,
+            format!("priority class {priority} is not 0…4"),
+        )
+    })?;
     let id = tenant.as_deref().map_or(0, tenant_id);
     let t = now();
     Ok(with_engine(handle, |e, k| match e.level_of(k, p, id, t) {
@@ -57,10 +61,12 @@ pub fn admit_queued_at(handle: f64, level: u32, tenant: f64) -> f64 {
     let t = now();
     let level = level.min(LEVELS as u32 - 1) as u8;
     let tenant = tenant_of(tenant);
-    with_engine(handle, |e, k| match e.admit_queued_at(k, t, level, tenant) {
-        Ok(Some(a)) => acquired_code(a),
-        Ok(None) => KEEP_WAITING,
-        Err(_) => STALE_HANDLE,
+    with_engine(handle, |e, k| {
+        match e.admit_queued_at(k, t, level, tenant) {
+            Ok(Some(a)) => acquired_code(a),
+            Ok(None) => KEEP_WAITING,
+            Err(_) => STALE_HANDLE,
+        }
     })
     .unwrap_or(STALE_HANDLE)
 }
@@ -84,4 +90,3 @@ fn tenant_of(x: f64) -> u32 {
         0
     }
 }
-

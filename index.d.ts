@@ -15,6 +15,12 @@ export type Verdict = 'success' | 'failure' | 'overload' | 'answered' | 'timeout
 /** Why one of resilix's own policies refused a call. */
 export type RejectReason = 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry'
 
+/**
+ * A call's priority class in its key's queue: higher classes wait first and are shed last.
+ * Five, as Google SRE's criticalities and failsafe-go's priority bands.
+ */
+export type Priority = 'critical' | 'high' | 'normal' | 'low' | 'sheddable'
+
 /** The limit algorithm: `'vegas'`, `'gradient2'`, `'aimd'`, or `'fixed'` (the limit stays at `initialLimit`). */
 export type Algorithm = 'vegas' | 'gradient2' | 'aimd' | 'fixed'
 
@@ -72,6 +78,17 @@ export interface ExecuteOptions {
    * wait and backoff together. Default: the instance's `retry`.
    */
   retry?: RetryOptions | boolean
+  /**
+   * The call's class in the key's queue: waiters of a higher class are admitted first (FIFO
+   * within a class), and a standing queue sheds the lowest classes first. Default `'normal'`.
+   */
+  priority?: Priority
+  /**
+   * Who the call is for (a user, an account). Within a class, a tenant that used more of the
+   * key's slot time recently waits behind one that used less. A non-empty string of at most
+   * 256 characters; a key tracks its 16 most recently seen tenants. Default: none.
+   */
+  tenant?: string
 }
 
 /** The verdicts a retry policy may retry: `answered`, `rejected` and `cancelled` never are. */
@@ -108,6 +125,10 @@ export interface AcquireOptions {
   timeoutMs?: number | false
   /** Caller cancellation while waiting. */
   signal?: Signal
+  /** The call's class in the key's queue (see `ExecuteOptions.priority`). Default `'normal'`. */
+  priority?: Priority
+  /** Who the call is for (see `ExecuteOptions.tenant`). Default: none. */
+  tenant?: string
 }
 
 export interface QueueOptions {
@@ -234,6 +255,12 @@ export interface KeyStats {
   verdicts: Record<Verdict | 'cancelled', number>
   /** Calls refused by our own policies, by reason, since the key was created. */
   rejections: Record<Exclude<RejectReason, 'registry'>, number>
+  /** Calls waiting in the queue, by priority. */
+  queuedByPriority: Record<Priority, number>
+  /** `'queue'` refusals by the refused call's priority, since the key was created. */
+  queueRefusalsByPriority: Record<Priority, number>
+  /** Tenants whose recent use of the key is tracked (at most 16). */
+  tenants: number
   /** Retries made on this key since it was created. */
   retries: number
   /** Retries its retry budget refused since the key was created (the call ended with its last attempt's outcome). */
@@ -270,6 +297,10 @@ export interface BreakerStateChangeEvent {
 export interface RejectEvent {
   key: string
   reason: RejectReason
+  /** The refused call's priority (`'normal'` when it named none). */
+  priority: Priority
+  /** The refused call's tenant, when it named one. */
+  tenant?: string
 }
 export interface RetryEvent {
   key: string

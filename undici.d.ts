@@ -1,7 +1,7 @@
 // resilix/undici: resilix as an undici interceptor. Needs undici 7 or newer (an optional peer
 // dependency: only this entry point's users need it).
 import type { Dispatcher } from 'undici'
-import type { Resilix, RetryOptions, Verdict } from './index.js'
+import type { Priority, Resilix, RetryOptions, Verdict } from './index.js'
 
 /** A response's status and headers (lower-case names), as `classify` and `mark` see them. */
 export interface ResponseHead {
@@ -60,6 +60,16 @@ export interface InterceptorOptions {
   retry?: RetryOptions | boolean
   /** The methods that may be retried. Default `['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']` (idempotent in RFC 9110). */
   retryMethods?: readonly string[]
+  /**
+   * Each request's class in its key's queue (see `ExecuteOptions.priority`): a class, or a
+   * function of the dispatch options (`undefined`: `'normal'`). Default `'normal'`.
+   */
+  priority?: Priority | ((options: Dispatcher.DispatchOptions) => Priority | undefined)
+  /**
+   * Who each request is for (see `ExecuteOptions.tenant`): a name, or a function of the
+   * dispatch options (`undefined`: none), e.g. `(o) => o.headers?.['x-account']`. Default: none.
+   */
+  tenant?: string | ((options: Dispatcher.DispatchOptions) => string | undefined)
 }
 
 /**

@@ -20,6 +20,10 @@ new Agent().compose(interceptor(rx, { mark: 'firstChunk' }), interceptor(rx, { m
 const markBy = (r: ResponseHead): MarkAt => (r.headers['content-type'] === 'text/plain' ? 'firstChunk' : 'headers')
 interceptor(rx, { mark: markBy })
 new Agent().compose(interceptor(rx, { retry: { attempts: 2, retryOn: ['overload'] }, retryMethods: ['GET', 'PUT'] }))
+interceptor(rx, { priority: (o) => (o.path.startsWith('/admin') ? 'critical' : undefined), tenant: (o) => o.origin?.toString() })
+interceptor(rx, { priority: 'sheddable', tenant: 'batch-jobs' })
+// @ts-expect-error: not a priority
+interceptor(rx, { priority: 'urgent' })
 // @ts-expect-error: retryMethods is a list of method names
 interceptor(rx, { retryMethods: 'GET' })
 

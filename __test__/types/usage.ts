@@ -1,7 +1,7 @@
 // Type-checked by `npm test` (tsc --noEmit, strict). Each @ts-expect-error line must be an error:
 // if the typings ever accept it, tsc fails on the unused directive.
 import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError, attemptsOf } from '../../index.js'
-import type { KeyStats, Verdict, ResilixOptions, Permit, Subscription, RetryOptions, RetryEvent } from '../../index.js'
+import type { KeyStats, Verdict, ResilixOptions, Permit, Subscription, RetryOptions, RetryEvent, Priority } from '../../index.js'
 
 const rx = new Resilix({
   algorithm: 'gradient2',
@@ -66,6 +66,18 @@ async function main(): Promise<void> {
     const r: 'failure' | 'overload' | 'timeout' = e.reason
     console.log(e.key, e.attempt, e.delayMs, r)
   })
+  // Priorities and tenants: per call, in acquire(), in stats and in the reject event.
+  const urgent: Priority = 'critical'
+  await rx.execute(() => 1, { key: 'k', priority: urgent, tenant: 'acme' })
+  const held = await rx.acquire('k', { priority: 'sheddable', tenant: 'batch' })
+  held.release()
+  const waitingCritical: number | undefined = rx.stats('k')?.queuedByPriority.critical
+  const shedSheddable: number | undefined = rx.stats('k')?.queueRefusalsByPriority.sheddable
+  const tenants: number | undefined = rx.stats('k')?.tenants
+  rx.onReject((e) => console.log(e.priority === 'sheddable', e.tenant?.length))
+  void waitingCritical
+  void shedSheddable
+  void tenants
   const retried: number | undefined = retrying.stats('k')?.retries
   const refusedByBudget: number | undefined = retrying.stats('k')?.retryBudgetRefusals
   const attempts: number | undefined = attemptsOf(new Error('x'))
@@ -118,6 +130,10 @@ new Resilix({ maxLimt: 10 })
 rx.acquire().then((p) => p.release('ok'))
 // @ts-expect-error: timeoutMs is a number
 rx.execute(() => 1, { timeoutMs: '5s' })
+// @ts-expect-error: not a priority
+rx.execute(() => 1, { priority: 'urgent' })
+// @ts-expect-error: a tenant is a name
+rx.acquire('k', { tenant: 42 })
 const bad: ResilixOptions = {
   // @ts-expect-error: classify returns a verdict
   classify: () => 'great',

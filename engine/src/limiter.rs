@@ -19,7 +19,7 @@ const HOLD_WEIGHT: f32 = 1.0 / 16.0;
 /// 1 000 time out after admission in one run of three, at 0.8 none in four (ADR 0114).
 const DEADLINE_SHARE: f64 = 0.8;
 
-/// The queue options as the limiter keeps them: a key's memory is bounded (≤ 2 KiB).
+/// The queue options as the limiter keeps them: a key's memory is bounded (≤ 2.5 KiB).
 #[derive(Clone, Copy, Debug)]
 struct Queue {
     initial_factor: f32,

@@ -172,3 +172,61 @@ test('bad priorities and tenants are refused with errors that name them', async 
   assert.equal(rx.stats('k'), undefined)
   rx.close()
 })
+
+test('a retried call keeps its priority and tenant for every attempt', async () => {
+  const rx = new Resilix({ algorithm: 'fixed', initialLimit: 1, breaker: false, retry: { baseMs: 1, maxDelayMs: 2 } })
+  const { gate, running } = hold(rx, 'k')
+  const order = []
+  const s1Gate = deferred()
+  let attempt = 0
+  const c = rx.execute(async () => {
+    order.push(`c${++attempt}`)
+    if (attempt === 1) throw new Error('first attempt fails')
+    return 'c'
+  }, { key: 'k', priority: 'critical', tenant: 'ops' })
+  const s1 = rx.execute(async () => {
+    order.push('s1')
+    await s1Gate.promise
+  }, { key: 'k', priority: 'sheddable' })
+  const s2 = rx.execute(async () => order.push('s2'), { key: 'k', priority: 'sheddable' })
+  gate.resolve()
+  await running
+  // c1 ran and failed; s1 took the slot during c's backoff; c's second attempt now waits.
+  while (rx.stats('k').queuedByPriority.critical === 0) await sleep(2)
+  assert.deepEqual(order, ['c1', 's1'])
+  s1Gate.resolve()
+  assert.equal(await c, 'c')
+  await Promise.all([s1, s2])
+  assert.deepEqual(order, ['c1', 's1', 'c2', 's2'])
+  assert.equal(rx.stats('k').retries, 1)
+  rx.close()
+})
+
+test('the interceptor gives each request the priority and tenant its options name', async () => {
+  const { Agent, request } = await import('undici')
+  const { interceptor } = await import('../undici.js')
+  const http = await import('node:http')
+  const srv = http.createServer((req, res) => setTimeout(() => res.end(req.url), 20)).listen(0, '127.0.0.1')
+  await new Promise((r) => srv.once('listening', r))
+  const base = `http://127.0.0.1:${srv.address().port}`
+  const rx = new Resilix({ algorithm: 'fixed', initialLimit: 1, breaker: false })
+  try {
+    const agent = new Agent().compose(interceptor(rx, {
+      priority: (o) => (o.path.startsWith('/vip') ? 'critical' : 'sheddable'),
+      tenant: (o) => o.headers?.['x-account'],
+    }))
+    const order = []
+    const get = (path, account) =>
+      request(base + path, { dispatcher: agent, headers: account ? { 'x-account': account } : {} }).then(async (r) => order.push(await r.body.text()))
+    await Promise.all([get('/a'), get('/b', 'acme'), get('/vip1', 'acme'), get('/c'), get('/vip2')])
+    assert.deepEqual(order, ['/a', '/vip1', '/vip2', '/b', '/c'])
+    assert.equal(rx.stats(base).tenants, 1)
+    assert.throws(() => interceptor(rx, { priority: 'urgent' }), /resilix\/undici: option priority must be one of 'critical'/)
+    const bad = new Agent().compose(interceptor(rx, { tenant: () => 5 }))
+    await assert.rejects(request(base + '/x', { dispatcher: bad }), /the tenant function's result must be a string/)
+    assert.equal(rx.stats(base).inflight, 0)
+  } finally {
+    srv.close()
+    rx.close()
+  }
+})

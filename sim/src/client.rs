@@ -4,7 +4,7 @@
 use resilix_engine::retry::Settled;
 use resilix_engine::{
     Acquired, Algorithm, Decision, Engine, KeyHandle, LimiterOptions, Nanos, PolicyOptions,
-    RegistryOptions, RetryPolicy, Verdict,
+    Priority, RegistryOptions, RetryPolicy, Verdict, DEFAULT_LEVEL,
 };
 
 use crate::netflix::NetflixVegas;
@@ -31,6 +31,19 @@ pub trait ClientLimiter {
     fn acquire(&mut self, now: Nanos, budget_ns: u64) -> Acq;
     fn admit_queued(&mut self, now: Nanos) -> Wake;
     fn leave_queue(&mut self);
+    /// `acquire` for a call of `priority` by `tenant` (0: none), with the level it waits at.
+    /// A limiter without priorities queues every call at the default level.
+    fn acquire_as(&mut self, now: Nanos, budget_ns: u64, _priority: Priority, _tenant: u32) -> (Acq, u8) {
+        (self.acquire(now, budget_ns), DEFAULT_LEVEL)
+    }
+    /// `admit_queued` for the oldest waiter of `level`, by `tenant`.
+    fn admit_queued_at(&mut self, now: Nanos, _level: u8, _tenant: u32) -> Wake {
+        self.admit_queued(now)
+    }
+    /// `leave_queue` for a waiter of `level`.
+    fn leave_queue_at(&mut self, _level: u8) {
+        self.leave_queue()
+    }
     fn mark(&mut self, permit: u64, now: Nanos);
     fn settle(&mut self, permit: u64, verdict: Verdict, now: Nanos);
     /// (limit, inflight, queued) now.
@@ -169,6 +182,39 @@ impl ClientLimiter for ResilixClient {
 
     fn leave_queue(&mut self) {
         self.engine.leave_queue(self.key).expect("live key");
+    }
+
+    fn acquire_as(&mut self, now: Nanos, budget_ns: u64, priority: Priority, tenant: u32) -> (Acq, u8) {
+        let level = self
+            .engine
+            .level_of(self.key, priority, tenant, now)
+            .expect("live key");
+        let a = match self
+            .engine
+            .acquire_at(self.key, now, budget_ns, level, tenant)
+            .expect("live key")
+        {
+            Acquired::Permit(id) => Acq::Run(id),
+            Acquired::Queued => Acq::Queued,
+            Acquired::Rejected(_) => Acq::Refused,
+        };
+        (a, level)
+    }
+
+    fn admit_queued_at(&mut self, now: Nanos, level: u8, tenant: u32) -> Wake {
+        match self
+            .engine
+            .admit_queued_at(self.key, now, level, tenant)
+            .expect("live key")
+        {
+            Some(Acquired::Permit(id)) => Wake::Run(id),
+            Some(Acquired::Queued) | None => Wake::Wait,
+            Some(Acquired::Rejected(_)) => Wake::Drop,
+        }
+    }
+
+    fn leave_queue_at(&mut self, level: u8) {
+        self.engine.leave_queue_at(self.key, level).expect("live key");
     }
 
     fn mark(&mut self, permit: u64, now: Nanos) {

@@ -49,6 +49,22 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
             g("mostWaiting", "< 20 000 (the cap)", |x| x < 20_000.0, true),
         ],
         "open-loop-2x-1.5s" => vec![g("goodputPct", ">= 90 %", |x| x >= 90.0, true)],
+        "priorities" => vec![
+            g("criticalGoodputPct", ">= 99 %", |x| x >= 99.0, true),
+            g("criticalP90OverNoLoad", "<= 1.5", |x| x <= 1.5, true),
+            g(
+                "sheddableShareOfLostPct",
+                ">= 95 % (the shedding falls on sheddable)",
+                |x| x >= 95.0,
+                true,
+            ),
+        ],
+        "tenants" => vec![g(
+            "worstLightOverFair",
+            ">= 0.9 (each light tenant keeps 90 % of its fair share)",
+            |x| x >= 0.9,
+            true,
+        )],
         "llm-slots" | "llm-slots-45s" => vec![
             g("breakerTrips", "= 0", |x| x == 0.0, true),
             g(

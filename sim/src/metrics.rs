@@ -4,7 +4,7 @@
 use resilix_engine::Verdict;
 
 use crate::client::Row;
-use crate::scenario::{capacity_per_s, Measure, Scenario, Service, SEC};
+use crate::scenario::{capacity_per_s, Measure, Mix, Scenario, Service, SEC};
 use crate::trace::{Trace, TICK_NS};
 
 pub type Metric = (&'static str, Option<f64>);
@@ -175,6 +175,82 @@ impl Run<'_> {
     }
 }
 
+/// One group of a `Mix` over a window: calls made, served, and the served calls' end-to-end
+/// latencies (our queue included), ns.
+#[derive(Default)]
+struct Group {
+    offered: usize,
+    ok: usize,
+    lost: usize,
+    e2e: Vec<f64>,
+}
+
+fn groups(run: &Run, from: f64, to: f64, n: usize) -> Vec<Group> {
+    let (a, b) = ((from * SEC as f64) as u64, (to * SEC as f64) as u64);
+    let mut g: Vec<Group> = (0..n).map(|_| Group::default()).collect();
+    for c in run.tr.calls.iter().filter(|c| c.created >= a && c.created < b) {
+        let x = &mut g[c.group as usize];
+        x.offered += 1;
+        if c.admitted && c.verdict == Verdict::Success {
+            x.ok += 1;
+            x.e2e.push((c.end - c.created) as f64);
+        } else {
+            x.lost += 1;
+        }
+    }
+    for &(t, grp) in &run.tr.group_refusals {
+        if t >= a && t < b {
+            g[grp as usize].offered += 1;
+            g[grp as usize].lost += 1;
+        }
+    }
+    g
+}
+
+/// A `Mix`'s metrics (ADR 1001, 1002).
+fn mixed(run: &Run, from: f64, to: f64) -> Vec<Metric> {
+    let pct = |x: usize, of: usize| x as f64 / of.max(1) as f64 * 100.0;
+    let mut out = vec![("goodputPct", some(run.goodput_pct(from, to)))];
+    match run.sc.mix {
+        Some(Mix::Priorities { .. }) => {
+            let mut g = groups(run, from, to, 2);
+            let no_load = run.sc.service.p90_ns();
+            let lost = g[0].lost + g[1].lost;
+            out.extend([
+                ("criticalGoodputPct", some(pct(g[0].ok, g[0].offered))),
+                (
+                    "criticalP90OverNoLoad",
+                    some(percentile(&mut g[0].e2e, 0.9) / no_load),
+                ),
+                ("sheddableGoodputPct", some(pct(g[1].ok, g[1].offered))),
+                ("sheddableShareOfLostPct", some(pct(g[1].lost, lost))),
+            ]);
+        }
+        Some(Mix::Tenants { heavy, light, .. }) => {
+            let g = groups(run, from, to, 1 + light as usize);
+            let secs = to - from;
+            // Max-min fair share of the capacity: a light tenant's demand if below a
+            // (light + 1)-th of it, else that.
+            let capacity = capacity_per_s(run.sc.servers, &run.sc.service);
+            let offered_light = match run.sc.load {
+                crate::scenario::Load::Open { per_s } => per_s / (heavy + light) as f64,
+                _ => f64::NAN,
+            };
+            let fair = offered_light.min(capacity / (light + 1) as f64);
+            let worst = g[1..]
+                .iter()
+                .map(|x| x.ok as f64 / secs / fair)
+                .fold(f64::INFINITY, f64::min);
+            out.extend([
+                ("worstLightOverFair", some(worst)),
+                ("heavyOverFair", some(g[0].ok as f64 / secs / fair)),
+            ]);
+        }
+        None => {}
+    }
+    out
+}
+
 fn some(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
@@ -329,6 +405,7 @@ pub fn compute(run: &Run) -> Vec<Metric> {
                 ("shedPct", some(run.shed_pct(from, to))),
             ]
         }
+        Measure::Mixed { from, to } => mixed(run, from, to),
         Measure::RetryStorm { from, to, .. } => vec![
             (
                 "attemptsPerFirst",

@@ -119,6 +119,18 @@ pub enum Change {
     Batch(u32),
 }
 
+/// Who the calls are for, in a scenario that mixes them (ADR 1001, 1002). A call's group is
+/// drawn at random with these weights; `named`: the calls tell the limiter (else every call is
+/// at the default level, for comparison).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mix {
+    /// Group 0 critical (this share of calls), group 1 sheddable.
+    Priorities { critical: f64, named: bool },
+    /// Group 0 one heavy tenant sending `heavy` × what each of `light` others (groups 1…)
+    /// sends; all at normal priority.
+    Tenants { heavy: u32, light: u32, named: bool },
+}
+
 /// Which metrics a scenario reports (metrics.rs).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Measure {
@@ -166,6 +178,11 @@ pub enum Measure {
         fault_from: f64,
         fault_to: f64,
     },
+    /// A `Mix` over `[from, to)`: goodput and end-to-end p90 by group, and who was refused.
+    Mixed {
+        from: f64,
+        to: f64,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -193,6 +210,8 @@ pub struct Scenario {
     pub realism: Option<Realism>,
     /// `initialLimit` of the clients' limiters (`None`: the default).
     pub initial_limit: Option<u32>,
+    /// Who the calls are for (`None`: nobody in particular, every call at the default level).
+    pub mix: Option<Mix>,
     pub changes: Vec<(u64, Change)>,
     pub measure: Measure,
 }
@@ -219,6 +238,7 @@ fn common(name: &'static str, about: &'static str, secs: f64, measure: Measure) 
         stagger_ns: 0,
         realism: None,
         initial_limit: None,
+        mix: None,
         changes: Vec::new(),
         measure,
     }
@@ -570,6 +590,7 @@ pub fn all() -> Vec<Scenario> {
     v.push(sc);
 
     v.extend(queue_scenarios());
+    v.extend(mix_scenarios());
     v.push(retry_storm());
     v.extend(llm_scenarios());
     v
@@ -748,6 +769,61 @@ fn queue_scenarios() -> Vec<Scenario> {
             per_s: 2.0 * capacity_per_s(16, &sc.service),
         };
         sc.timeout_ns = timeout_ns;
+        v.push(sc);
+    }
+    v
+}
+
+/// Who gets the capacity (ADR 1001, 1002): the queue's world (C = 16, S = 25 ms), open loop at
+/// twice the capacity with a 1.5 s deadline, each with its comparison where calls name nothing.
+fn mix_scenarios() -> Vec<Scenario> {
+    let mut v = Vec::new();
+    for (name, about, mix) in [
+        (
+            "priorities",
+            "C=16, S=25ms, open loop at 2 x capacity, 30 % critical and 70 % sheddable",
+            Mix::Priorities {
+                critical: 0.3,
+                named: true,
+            },
+        ),
+        (
+            "priorities-off",
+            "as priorities, the calls naming no priority (for comparison)",
+            Mix::Priorities {
+                critical: 0.3,
+                named: false,
+            },
+        ),
+        (
+            "tenants",
+            "C=16, S=25ms, open loop at 2 x capacity, one tenant sends 10 x what each of 9 others sends",
+            Mix::Tenants {
+                heavy: 10,
+                light: 9,
+                named: true,
+            },
+        ),
+        (
+            "tenants-off",
+            "as tenants, the calls naming no tenant (for comparison)",
+            Mix::Tenants {
+                heavy: 10,
+                light: 9,
+                named: false,
+            },
+        ),
+    ] {
+        let mut sc = Scenario {
+            servers: 16,
+            service: Service::lognormal(25.0 * MS as f64),
+            timeout_ns: s(1.5),
+            mix: Some(mix),
+            ..common(name, about, 60.0, Measure::Mixed { from: 10.0, to: 60.0 })
+        };
+        sc.load = Load::Open {
+            per_s: 2.0 * capacity_per_s(16, &sc.service),
+        };
         v.push(sc);
     }
     v

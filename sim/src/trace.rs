@@ -20,6 +20,8 @@ pub struct CallRecord {
     pub end: u64,
     /// What the limiter saw: admission → response start (mark), else → settle.
     pub latency_ns: u64,
+    /// The call's group in a scenario with a `Mix` (its class or tenant), else 0.
+    pub group: u8,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -45,6 +47,8 @@ pub struct Trace {
     pub rule_trips: Vec<u64>,
     /// Calls sent to the upstream: `(when, attempt)`, attempt 1 a first attempt (RetryStorm).
     pub sent: Vec<(u64, u8)>,
+    /// Refused calls of a scenario with a `Mix`: `(when, group)`.
+    pub group_refusals: Vec<(u64, u8)>,
 }
 
 impl Trace {

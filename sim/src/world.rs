@@ -5,13 +5,17 @@ use std::collections::VecDeque;
 
 use resilix_engine::breaker::Breaker;
 use resilix_engine::retry::Settled;
-use resilix_engine::{BreakerOptions, LimiterOptions, RetryPolicy, SplitMix64, Verdict};
+use resilix_engine::priority::LEVELS;
+use resilix_engine::{
+    tenant_id, BreakerOptions, LimiterOptions, Priority, RetryPolicy, SplitMix64, Verdict,
+    DEFAULT_LEVEL,
+};
 
 use crate::breaker_rule::BreakerRule;
 use crate::client::{Acq, ClientLimiter, Row, Wake};
 use crate::dist::{exponential, lognormal};
 use crate::events::{Ev, Queue};
-use crate::scenario::{Change, Fault, Load, Measure, Scenario, Service, MS, SEC};
+use crate::scenario::{Change, Fault, Load, Measure, Mix, Scenario, Service, MS, SEC};
 use crate::trace::{CallRecord, Trace, TICK_NS};
 
 const RETRY_NS: u64 = 10 * MS;
@@ -59,11 +63,16 @@ struct Call {
     background: bool,
     /// What the upstream will answer.
     outcome: Verdict,
+    /// Its group in a `Mix` (0 without one), the level it waits at, and its tenant id.
+    group: u8,
+    level: u8,
+    tenant: u32,
 }
 
 struct Client {
     limiter: Box<dyn ClientLimiter>,
-    waiters: VecDeque<u32>,
+    /// Waiting calls by level: the highest level is admitted first, FIFO within one.
+    waiters: Vec<VecDeque<u32>>,
     load: Load,
     arrival_gen: u32,
     busy: Vec<bool>,
@@ -137,7 +146,7 @@ impl<'a> World<'a> {
             .map(|_| Client {
                 limiter: build(rng.next_u64()),
                 connections: 0,
-                waiters: VecDeque::new(),
+                waiters: vec![VecDeque::new(); LEVELS],
                 load: Load::Closed { callers: 0 },
                 arrival_gen: 0,
                 busy: Vec::new(),
@@ -311,8 +320,15 @@ impl<'a> World<'a> {
             }
             _ => self.sc.timeout_ns,
         };
+        let group = match retry_of {
+            Some((first, _, _)) => first.group,
+            None => self.draw_group(),
+        };
+        let (priority, tenant) = self.named(group);
         let new = |w: &mut Self| {
             let id = w.new_call(c, caller, false);
+            w.calls[id as usize].group = group;
+            w.calls[id as usize].tenant = tenant;
             if let Some((first, delay, jitter)) = retry_of {
                 let call = &mut w.calls[id as usize];
                 call.origin = first.origin;
@@ -328,7 +344,14 @@ impl<'a> World<'a> {
             }
             id
         };
-        match self.clients[c].limiter.acquire(self.now, budget) {
+        let (acq, level) = match priority {
+            Some(p) => self.clients[c].limiter.acquire_as(self.now, budget, p, tenant),
+            None => (
+                self.clients[c].limiter.acquire(self.now, budget),
+                DEFAULT_LEVEL,
+            ),
+        };
+        match acq {
             Acq::Run(permit) => {
                 let id = new(self);
                 self.start_running(id, permit);
@@ -336,10 +359,14 @@ impl<'a> World<'a> {
             Acq::Queued => {
                 let id = new(self);
                 self.calls[id as usize].state = State::Queued;
-                self.clients[c].waiters.push_back(id);
+                self.calls[id as usize].level = level;
+                self.clients[c].waiters[level as usize].push_back(id);
             }
             Acq::Refused => {
                 self.refusal(bin);
+                if self.sc.mix.is_some() {
+                    self.trace.group_refusals.push((self.now, group));
+                }
                 if caller != NO_CALLER {
                     self.q.push(
                         self.now + RETRY_NS,
@@ -350,6 +377,42 @@ impl<'a> World<'a> {
                     );
                 }
             }
+        }
+    }
+
+    /// A new request's group in the scenario's `Mix` (0 without one: no draw).
+    fn draw_group(&mut self) -> u8 {
+        match self.sc.mix {
+            None => 0,
+            Some(Mix::Priorities { critical, .. }) => (self.rng.next_f64() >= critical) as u8,
+            Some(Mix::Tenants { heavy, light, .. }) => {
+                let x = self.rng.next_f64() * (heavy + light) as f64;
+                if x < heavy as f64 {
+                    0
+                } else {
+                    (1 + (x as u32 - heavy).min(light - 1)) as u8
+                }
+            }
+        }
+    }
+
+    /// What a call of `group` tells the limiter: its priority (`None`: nothing, the old
+    /// path) and tenant id.
+    fn named(&self, group: u8) -> (Option<Priority>, u32) {
+        match self.sc.mix {
+            Some(Mix::Priorities { named: true, .. }) => (
+                Some(if group == 0 {
+                    Priority::Critical
+                } else {
+                    Priority::Sheddable
+                }),
+                0,
+            ),
+            Some(Mix::Tenants { named: true, .. }) => (
+                Some(Priority::Normal),
+                tenant_id(&format!("tenant-{group}")),
+            ),
+            _ => (None, 0),
         }
     }
 
@@ -378,6 +441,9 @@ impl<'a> World<'a> {
             state: State::Running,
             background,
             outcome: Verdict::Success,
+            group: 0,
+            level: DEFAULT_LEVEL,
+            tenant: 0,
         });
         if !background && self.sc.timeout_ns != u64::MAX && self.retrier.is_none() {
             self.q
@@ -438,6 +504,7 @@ impl<'a> World<'a> {
             started: call.admitted,
             end: self.now,
             latency_ns,
+            group: call.group,
         });
         // As the engine's breaker does: a timeout of a call that waited in our queue, after its
         // response started (or before the upstream could be slow), is not the upstream's.
@@ -540,20 +607,37 @@ impl<'a> World<'a> {
         }
     }
 
-    fn admit_waiters(&mut self, c: usize) {
-        while let Some(&id) = self.clients[c].waiters.front() {
-            if self.calls[id as usize].state != State::Queued {
-                self.clients[c].waiters.pop_front();
-                continue;
+    /// The oldest waiter of the highest level still waiting (ended ones are dropped).
+    fn next_waiter(&mut self, c: usize) -> Option<(usize, u32)> {
+        for level in (0..LEVELS).rev() {
+            while let Some(&id) = self.clients[c].waiters[level].front() {
+                if self.calls[id as usize].state == State::Queued {
+                    return Some((level, id));
+                }
+                self.clients[c].waiters[level].pop_front();
             }
-            match self.clients[c].limiter.admit_queued(self.now) {
+        }
+        None
+    }
+
+    fn admit_waiters(&mut self, c: usize) {
+        while let Some((level, id)) = self.next_waiter(c) {
+            let tenant = self.calls[id as usize].tenant;
+            let wake = if self.sc.mix.is_some() {
+                self.clients[c]
+                    .limiter
+                    .admit_queued_at(self.now, level as u8, tenant)
+            } else {
+                self.clients[c].limiter.admit_queued(self.now)
+            };
+            match wake {
                 Wake::Run(permit) => {
-                    self.clients[c].waiters.pop_front();
+                    self.clients[c].waiters[level].pop_front();
                     self.start_running(id, permit);
                 }
                 Wake::Wait => break,
                 Wake::Drop => {
-                    self.clients[c].waiters.pop_front();
+                    self.clients[c].waiters[level].pop_front();
                     self.calls[id as usize].state = State::Ended;
                     self.refusal(Trace::tick_of(self.now));
                     self.caller_done(id);
@@ -570,7 +654,9 @@ impl<'a> World<'a> {
                 // The JS layer's deadline fires while the call waits: it leaves the queue and
                 // its caller gets a TimeoutError; the limiter observes nothing.
                 self.calls[id as usize].state = State::Ended;
-                self.clients[call.client as usize].limiter.leave_queue();
+                self.clients[call.client as usize]
+                    .limiter
+                    .leave_queue_at(call.level);
                 self.trace.calls.push(CallRecord {
                     client: call.client,
                     verdict: Verdict::Timeout,
@@ -579,6 +665,7 @@ impl<'a> World<'a> {
                     started: 0,
                     end: self.now,
                     latency_ns: 0,
+                    group: call.group,
                 });
                 self.caller_done(id);
             }

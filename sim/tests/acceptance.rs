@@ -126,6 +126,25 @@ fn open_loop_overload_is_a_standing_queue_and_is_shed() {
 }
 
 #[test]
+fn critical_calls_are_served_and_the_shedding_falls_on_sheddable_ones() {
+    let m = metrics_of(&scenario("priorities"), VEGAS, SEED);
+    assert!(metric(&m, "criticalGoodputPct").unwrap() >= 99.0, "{m:?}");
+    assert!(metric(&m, "criticalP90OverNoLoad").unwrap() <= 1.5, "{m:?}");
+    assert!(metric(&m, "sheddableShareOfLostPct").unwrap() >= 95.0, "{m:?}");
+    // Without priorities the same calls are shed alike: the scenario does need them.
+    let off = metrics_of(&scenario("priorities-off"), VEGAS, SEED);
+    assert!(metric(&off, "criticalGoodputPct").unwrap() < 90.0, "{off:?}");
+}
+
+#[test]
+fn a_heavy_tenant_cannot_crowd_out_the_light_ones() {
+    let m = metrics_of(&scenario("tenants"), VEGAS, SEED);
+    assert!(metric(&m, "worstLightOverFair").unwrap() >= 0.9, "{m:?}");
+    let off = metrics_of(&scenario("tenants-off"), VEGAS, SEED);
+    assert!(metric(&off, "worstLightOverFair").unwrap() < 0.9, "{off:?}");
+}
+
+#[test]
 fn a_retry_storm_is_held_by_the_budget_where_plain_retries_multiply_the_load() {
     let sc = scenario("retry-storm");
     // The default row: the limiter sheds what the upstream cannot take, and the budget bounds

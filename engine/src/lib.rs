@@ -15,6 +15,7 @@ pub mod retry;
 pub mod rng;
 mod sample;
 pub mod standing;
+pub mod throttle;
 mod verdict;
 
 pub use self::core::Engine;
@@ -22,7 +23,7 @@ pub use breaker::{BreakerState, BreakerTransition, TripCause, WindowCounts};
 pub use clock::{Nanos, NANOS_PER_MS};
 pub use options::{
     Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, OptionError, PolicyOptions,
-    QueueOptions, RegistryOptions,
+    QueueOptions, RegistryOptions, ThrottleOptions,
 };
 pub use policy_set::{Acquired, KeyStats, PolicySet, RejectReason, StalePermit};
 pub use queue::QueueRefusal;

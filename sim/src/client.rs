@@ -130,6 +130,7 @@ impl ResilixClient {
             breaker: None,
             limiter: Some(limiter),
             bulkhead: None,
+            throttle: None,
         };
         let mut engine = Engine::new(policies, RegistryOptions::default(), seed)
             .expect("default options are valid");

@@ -58,6 +58,7 @@ pub struct NativeRejectionCounts {
     pub queue: f64,
     pub bulkhead: f64,
     pub breaker: f64,
+    pub throttle: f64,
 }
 
 impl From<KeyStats> for NativeStats {
@@ -88,6 +89,7 @@ impl From<KeyStats> for NativeStats {
                 queue: s.rejections[2] as f64,
                 bulkhead: s.rejections[3] as f64,
                 breaker: s.rejections[4] as f64,
+                throttle: s.rejections[6] as f64,
             },
             retries: 0.0,
             retry_budget_refusals: 0.0,

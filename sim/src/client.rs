@@ -4,7 +4,7 @@
 use resilix_engine::retry::Settled;
 use resilix_engine::{
     Acquired, Algorithm, Decision, Engine, KeyHandle, LimiterOptions, Nanos, PolicyOptions,
-    RegistryOptions, RetryPolicy, Verdict,
+    RegistryOptions, RetryPolicy, ThrottleOptions, Verdict,
 };
 
 use crate::netflix::NetflixVegas;
@@ -91,6 +91,27 @@ impl Row {
         }
     }
 
+    /// The row's engine with these throttle options (`None`: off); `None` for a row that is
+    /// not resilix.
+    pub fn build_throttled(
+        self,
+        seed: u64,
+        throttle: Option<ThrottleOptions>,
+    ) -> Option<Box<dyn ClientLimiter>> {
+        match self {
+            Row::Resilix(algorithm) => {
+                let limiter = LimiterOptions {
+                    algorithm,
+                    ..LimiterOptions::default()
+                };
+                Some(Box::new(ResilixClient::with_policies(
+                    limiter, throttle, seed,
+                )))
+            }
+            Row::NetflixVegas => None,
+        }
+    }
+
     /// `initial`: the scenario's `initialLimit` (`None`: the default).
     pub fn build(self, seed: u64, initial: Option<u32>, phase_ns: u64) -> Box<dyn ClientLimiter> {
         match self {
@@ -102,8 +123,8 @@ impl Row {
     }
 }
 
-/// The real engine with the project's defaults; only the algorithm differs between rows
-/// (`static` is `Algorithm::Fixed` at the default initial limit). The breaker is off inside
+/// The real engine with the project's defaults (the throttle on); only the algorithm differs
+/// between rows (`static` is `Algorithm::Fixed` at the default initial limit). The breaker is off inside
 /// the engine: the production scenario watches a breaker alongside instead (world.rs), so that
 /// its trip does not change what the limiter sees.
 pub struct ResilixClient {
@@ -126,11 +147,20 @@ impl ResilixClient {
 
     /// The engine with these limiter options (tests that need other than the defaults).
     pub fn with_limiter(limiter: LimiterOptions, seed: u64) -> Self {
+        Self::with_policies(limiter, Some(ThrottleOptions::default()), seed)
+    }
+
+    /// The engine with these limiter and throttle options (`None`: the throttle off).
+    pub fn with_policies(
+        limiter: LimiterOptions,
+        throttle: Option<ThrottleOptions>,
+        seed: u64,
+    ) -> Self {
         let policies = PolicyOptions {
             breaker: None,
             limiter: Some(limiter),
             bulkhead: None,
-            throttle: None,
+            throttle,
         };
         let mut engine = Engine::new(policies, RegistryOptions::default(), seed)
             .expect("default options are valid");

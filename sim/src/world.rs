@@ -74,6 +74,9 @@ struct Client {
 }
 
 struct Upstream {
+    /// `Fault::RateQuota`: tokens left, as of `tokens_at`.
+    tokens: f64,
+    tokens_at: u64,
     servers: u32,
     busy: u32,
     fifo: VecDeque<u32>,
@@ -154,6 +157,11 @@ impl<'a> World<'a> {
             clients,
             calls: Vec::new(),
             up: Upstream {
+                tokens: match sc.fault {
+                    Fault::RateQuota { per_s, .. } => per_s,
+                    _ => 0.0,
+                },
+                tokens_at: 0,
                 servers: sc.servers,
                 busy: 0,
                 fifo: VecDeque::new(),
@@ -591,11 +599,23 @@ impl<'a> World<'a> {
 
     fn dispatch(&mut self, id: u32) {
         let call = self.calls[id as usize];
-        if self.retrier.is_some() && !call.background {
+        let quota = matches!(self.sc.measure, Measure::RateQuota { .. });
+        if (self.retrier.is_some() || quota) && !call.background {
             self.trace.sent.push((self.now, call.attempt));
         }
         if self.up.fault == Fault::BlackHole && !call.background {
             return;
+        }
+        if let Fault::RateQuota { per_s, .. } = self.up.fault {
+            let dt = (self.now - self.up.tokens_at) as f64 / SEC as f64;
+            self.up.tokens = (self.up.tokens + dt * per_s).min(per_s);
+            self.up.tokens_at = self.now;
+            if self.up.tokens >= 1.0 {
+                self.up.tokens -= 1.0;
+            } else {
+                // No token: answered 429 at once (serve() sees `shed`).
+                self.calls[id as usize].shed = true;
+            }
         }
         if self.up.busy < self.up.servers {
             self.serve(id);
@@ -614,6 +634,9 @@ impl<'a> World<'a> {
         let drawn = match self.up.fault {
             Fault::Shed { cost, .. } if self.calls[id as usize].shed => {
                 Some((cost * self.up.service.median_ns, Verdict::Overload))
+            }
+            Fault::RateQuota { refuse_ns, .. } if self.calls[id as usize].shed => {
+                Some((refuse_ns as f64, Verdict::Overload))
             }
             Fault::FixedLatency(d) => Some((d as f64, Verdict::Success)),
             Fault::FastFail {

@@ -231,7 +231,7 @@ pub fn calls_per_accepted(tr: &Trace, from: f64, to: f64) -> f64 {
 }
 
 /// Accepted calls in `[from, to)` against a rate quota of `per_s`, %.
-fn accepted_pct(tr: &Trace, per_s: f64, from: f64, to: f64) -> f64 {
+pub fn accepted_pct(tr: &Trace, per_s: f64, from: f64, to: f64) -> f64 {
     let (a, b) = ((from * SEC as f64) as u64, (to * SEC as f64) as u64);
     let ok = tr
         .calls

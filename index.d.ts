@@ -12,8 +12,11 @@
  */
 export type Verdict = 'success' | 'failure' | 'overload' | 'answered' | 'timeout' | 'rejected'
 
-/** Why one of resilix's own policies refused a call. */
-export type RejectReason = 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry'
+/**
+ * Why one of resilix's own policies refused a call. `'throttle'`: the upstream answers most
+ * calls as overloaded (429/503), and the adaptive throttle refused this one locally.
+ */
+export type RejectReason = 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' | 'throttle'
 
 /**
  * A call's priority class in its key's queue: higher classes wait first and are shed last.
@@ -164,6 +167,22 @@ export interface BulkheadOptions {
   maxConcurrent: number
 }
 
+/**
+ * Client-side adaptive throttling: while a key's upstream answers `overload` (429/503), a call is
+ * refused locally (reason `'throttle'`) with probability
+ * `max(0, (requests − multiplier × accepts) / (requests + 1))`, at most `maxRejection`, over
+ * the last `windowMs` (Google SRE's client-side throttling). A key that saw no overload in the
+ * window is never throttled.
+ */
+export interface ThrottleOptions {
+  /** About this many calls reach an overloaded upstream per call it accepts. Range [1, 100]. Default 1.2 (ours, a guess: SRE's 2 sends twice the calls the upstream accepts; see README). */
+  multiplier?: number
+  /** The sliding window the counts cover, ms. Integer 1 000…2 147 483 647. Default 30000 (Envoy `admission_control`'s `sampling_window`). */
+  windowMs?: number
+  /** The highest refusal probability. Range (0, 1]. Default 0.9 (failsafe-go's adaptive throttler; Envoy uses 0.8). */
+  maxRejection?: number
+}
+
 /** An outcome as `classify` sees it. */
 export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown }
 
@@ -209,6 +228,8 @@ export interface ResilixOptions {
   breaker?: BreakerOptions | boolean
   /** A fixed concurrency cap per key, no queue. Default off. */
   bulkhead?: BulkheadOptions | false
+  /** Client-side adaptive throttling of overloaded keys; `false` turns it off, `true` keeps the defaults. Default on: `{ multiplier: 1.2, windowMs: 30000, maxRejection: 0.9 }`. */
+  throttle?: ThrottleOptions | boolean
   /** Default per-call deadline in ms, counted from `execute()` (queue wait included). Default `false`: none. */
   timeoutMs?: number | false
   /**
@@ -216,7 +237,7 @@ export interface ResilixOptions {
    * A throw or an unknown verdict rejects the call with that error (accounting stays exact).
    */
   classify?: (outcome: Outcome) => Verdict | undefined
-  /** Most keys alive at once; the least recently used idle key is evicted past it. Default 1000 (ours, a guess: about 2 MB of engine state at about 1.9 KB per key). */
+  /** Most keys alive at once; the least recently used idle key is evicted past it. Default 1000 (ours, a guess: about 2 MB of engine state at about 2.1 KB per key). */
   maxKeys?: number
   /** Longest key in UTF-8 bytes; longer keys are refused with a RangeError. Default 512 (ours; a host name is at most 253). */
   maxKeyLength?: number
@@ -366,7 +387,7 @@ export declare class Resilix {
    */
   constructor(options?: ResilixOptions)
   /**
-   * Runs `fn` under the key's policies: retry → breaker → limiter (+ queue) → bulkhead →
+   * Runs `fn` under the key's policies: retry → breaker → throttle → limiter (+ queue) → bulkhead →
    * timeout. Resolves or rejects with exactly what `fn`'s last attempt did (`attemptsOf` tells
    * how many were made). Never throws synchronously: every failure below is a rejected promise.
    * @throws {RejectedError} one of resilix's own policies refused the call (`reason`); `fn` never ran.

@@ -49,7 +49,7 @@ class Resilix {
   }
 
   /**
-   * Runs `fn` under the key's policies: retry → breaker → limiter (+ queue) → bulkhead →
+   * Runs `fn` under the key's policies: retry → breaker → throttle → limiter (+ queue) → bulkhead →
    * timeout. Resolves or rejects with exactly what fn's last attempt did, or rejects with
    * RejectedError / TimeoutError / the caller signal's reason.
    */

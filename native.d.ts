@@ -96,6 +96,14 @@ export interface NativeOptions {
   breakerHalfOpenProbes?: number
   /** Maximum concurrent calls per key; absent: no bulkhead. */
   bulkheadMaxConcurrent?: number
+  /** `false` turns the adaptive throttle off. Default true (ADR 1000). */
+  throttle?: boolean
+  /** Default 1.2 (ours, a guess; ADR 1000). */
+  throttleMultiplier?: number
+  /** Default 30000 (Envoy admission_control). */
+  throttleWindowMs?: number
+  /** Default 0.9 (failsafe-go). */
+  throttleMaxRejection?: number
   /** The per-key retry budget: default 0.2 (Envoy, failsafe-go, Finagle). */
   retryBudgetRatio?: number
   /** Default 3 retries a second (Envoy's and failsafe-go's minimum of 3, as a rate). */
@@ -121,6 +129,7 @@ export interface NativeRejectionCounts {
   queue: number
   bulkhead: number
   breaker: number
+  throttle: number
 }
 
 /** One key's state, as `Resilix.stats(key)` reports it. */

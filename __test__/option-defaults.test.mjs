@@ -52,7 +52,7 @@ function retryDefaults(text = read('engine/src/retry.rs')) {
 
 /** The engine's defaults, from the `impl Default for …` bodies of engine/src/options.rs and retry.rs. */
 function engineDefaults(text = read('engine/src/options.rs')) {
-  const prefixes = { LimiterOptions: '', QueueOptions: 'queue.', BreakerOptions: 'breaker.', RegistryOptions: '' }
+  const prefixes = { LimiterOptions: '', QueueOptions: 'queue.', BreakerOptions: 'breaker.', RegistryOptions: '', ThrottleOptions: 'throttle.' }
   const out = {}
   for (const [struct, prefix] of Object.entries(prefixes)) {
     const m = new RegExp(`impl Default for ${struct} \\{[\\s\\S]*?${struct} \\{([\\s\\S]*?)\\n\\s*\\}`).exec(text)
@@ -72,7 +72,7 @@ function bindingDefaults(text = read('src/binding/options.rs')) {
   const out = {}
   for (const f of m[1].matchAll(/((?:\s*\/\/\/[^\n]*\n)+)\s*pub (\w+):/g)) {
     const doc = f[1]
-    const name = camel(f[2]).replace(/^(queue|breaker|bulkhead|retryBudget)([A-Z])/, (_, p, c) => `${p}.${c.toLowerCase()}`)
+    const name = camel(f[2]).replace(/^(queue|breaker|bulkhead|retryBudget|throttle)([A-Z])/, (_, p, c) => `${p}.${c.toLowerCase()}`)
     const d = /Default (-?[\d.]+)\b/.exec(doc)
     if (d) out[name] = Number(d[1])
     const s = /'(\w+)' \(default\)/.exec(doc)
@@ -83,7 +83,7 @@ function bindingDefaults(text = read('src/binding/options.rs')) {
 
 /** "Default N" / "Default `'x'`" of every documented property of index.d.ts's option interfaces. */
 function dtsDefaults(text = read('index.d.ts')) {
-  const ifaces = { ResilixOptions: '', QueueOptions: 'queue.', BreakerOptions: 'breaker.', BulkheadOptions: 'bulkhead.', RetryOptions: 'retry.', RetryBudgetOptions: 'retryBudget.' }
+  const ifaces = { ResilixOptions: '', QueueOptions: 'queue.', BreakerOptions: 'breaker.', BulkheadOptions: 'bulkhead.', ThrottleOptions: 'throttle.', RetryOptions: 'retry.', RetryBudgetOptions: 'retryBudget.' }
   const out = {}
   for (const [iface, prefix] of Object.entries(ifaces)) {
     const m = new RegExp(`export interface ${iface} \\{([\\s\\S]*?)\\n\\}`).exec(text)

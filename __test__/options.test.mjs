@@ -34,6 +34,16 @@ const bad = [
   [{ bulkhead: {} }, TypeError, 'bulkhead.maxConcurrent is required'],
   [{ bulkhead: { maxConcurrent: 0 } }, RangeError, 'bulkhead.maxConcurrent must be an integer from 1'],
   [{ bulkhead: 10 }, TypeError, 'option bulkhead must be an object'],
+  [{ throttle: { multiplier: 0.5 } }, RangeError, 'throttle.multiplier must be a number from 1 to 100, got 0.5'],
+  [{ throttle: { multiplier: NaN } }, RangeError, 'throttle.multiplier must be a number from 1 to 100, got NaN'],
+  [{ throttle: { windowMs: 10 } }, RangeError, 'throttle.windowMs must be an integer from 1000 to 2147483647, got 10'],
+  [{ throttle: { windowMs: 1500.5 } }, RangeError, 'throttle.windowMs must be a whole number'],
+  [{ throttle: { maxRejection: 0 } }, RangeError, 'throttle.maxRejection must be a number above 0 to 1, got 0'],
+  [{ throttle: { maxRejection: '0.9' } }, TypeError, 'option throttle.maxRejection must be a number'],
+  [{ throttle: { k: 2 } }, TypeError, 'unknown option throttle.k'],
+  [{ throttle: 'on' }, TypeError, 'option throttle must be an object or false'],
+  [{ multiplier: 2 }, TypeError, 'unknown option multiplier: did you mean throttle.multiplier?'],
+  [{ throttle: true }, null, null],
   [{ timeoutMs: 0 }, RangeError, 'timeoutMs must be a number of milliseconds above 0'],
   [{ timeoutMs: '1s' }, TypeError, 'timeoutMs must be a number of milliseconds or false'],
   [{ classify: 'failure' }, TypeError, 'classify must be a function'],
@@ -60,11 +70,11 @@ test('valid options with every policy on and off', async () => {
     algorithm: 'aimd', initialLimit: 8, minLimit: 1, maxLimit: 64, quantile: 0.5, smoothing: 0.5, rttTolerance: 2,
     windowMinMs: 500, windowMaxMs: 5000, minSamples: 10, probeIntervalMs: 20000, updateIntervalMs: 50, backoffRatio: 0.8,
     queue: { initialFactor: 1.5, maxFactor: 2 }, breaker: { consecutiveFailures: 2 }, bulkhead: { maxConcurrent: 5 },
-    timeoutMs: 1000, maxKeys: 10, maxKeyLength: 64, seed: 7,
+    throttle: { multiplier: 2, windowMs: 60000, maxRejection: 0.8 }, timeoutMs: 1000, maxKeys: 10, maxKeyLength: 64, seed: 7,
   })
   assert.equal(await on.execute(() => 1), 1)
   assert.equal(on.stats('default').limit, 8)
-  const off = new Resilix({ limiter: false, breaker: false, bulkhead: false, timeoutMs: false, queue: undefined })
+  const off = new Resilix({ limiter: false, breaker: false, bulkhead: false, throttle: false, timeoutMs: false, queue: undefined })
   assert.equal(await off.execute(() => 2), 2)
   const s = off.stats('default')
   assert.equal(s.limit, null)

@@ -17,7 +17,7 @@ test('error constructors take (reason, key) and (key, timeoutMs, queued = false)
 })
 
 test('error constructors refuse what the typings refuse, naming the argument', () => {
-  assert.throws(() => new RejectedError('oops'), /new RejectedError\(reason, key\): reason must be one of 'limit', 'queue', 'bulkhead', 'breaker', 'registry', got the string "oops"/)
+  assert.throws(() => new RejectedError('oops'), /new RejectedError\(reason, key\): reason must be one of 'limit', 'queue', 'bulkhead', 'breaker', 'registry', 'throttle', got the string "oops"/)
   assert.throws(() => new RejectedError('breaker'), /key must be a string, got undefined/)
   assert.throws(() => new TimeoutError(300, 'api'), /new TimeoutError\(key, timeoutMs, queued = false\): key must be a string, got number/)
   assert.throws(() => new TimeoutError('api'), /timeoutMs must be a number of milliseconds above 0, got undefined/)

@@ -11,8 +11,9 @@ const BREAKER_NUMBERS = [
   'failureRate', 'slowCallRate', 'slowCallMs', 'minimumCalls', 'windowMs', 'consecutiveFailures', 'openMs',
   'halfOpenProbes',
 ]
+const THROTTLE_NUMBERS = ['multiplier', 'windowMs', 'maxRejection']
 const TOP_LEVEL = new Set([
-  'limiter', 'algorithm', 'queue', 'breaker', 'bulkhead', 'timeoutMs', 'classify', 'maxKeys', 'maxKeyLength', 'seed',
+  'limiter', 'algorithm', 'queue', 'breaker', 'bulkhead', 'throttle', 'timeoutMs', 'classify', 'maxKeys', 'maxKeyLength', 'seed',
   'retry', 'retryBudget',
   ...LIMITER_NUMBERS,
 ])
@@ -43,6 +44,7 @@ function describe(v) {
 const NESTED = Object.fromEntries([
   ...BREAKER_NUMBERS.map((k) => [k, `breaker.${k}`]),
   ...['initialFactor', 'maxFactor'].map((k) => [k, `queue.${k}`]),
+  ...['multiplier', 'maxRejection'].map((k) => [k, `throttle.${k}`]),
 ])
 
 /** A Resilix instance, as the helpers that take one check it (duck-typed: no require cycle). */
@@ -140,6 +142,18 @@ function normalize(options) {
     checkKnown(bulkhead, new Set(['maxConcurrent']), 'bulkhead.')
     if (bulkhead.maxConcurrent === undefined) throw typeError('option bulkhead.maxConcurrent is required when bulkhead is set')
     native.bulkheadMaxConcurrent = checkNumber('bulkhead.maxConcurrent', bulkhead.maxConcurrent)
+  }
+
+  const throttle = options.throttle
+  if (throttle === false) native.throttle = false
+  else if (throttle !== undefined && throttle !== true) {
+    if (!isPlainObject(throttle)) throw typeError(`option throttle must be an object or false, got ${describe(throttle)}`)
+    checkKnown(throttle, new Set(THROTTLE_NUMBERS), 'throttle.')
+    for (const k of THROTTLE_NUMBERS) {
+      if (throttle[k] !== undefined) {
+        native['throttle' + k[0].toUpperCase() + k.slice(1)] = checkNumber('throttle.' + k, throttle[k])
+      }
+    }
   }
 
   if (options.maxKeys !== undefined) native.maxKeys = checkNumber('maxKeys', options.maxKeys)

@@ -13,7 +13,8 @@ const rx = new Resilix({
   timeoutMs: 5000,
   classify: (o) => (o.ok ? undefined : 'failure'),
 })
-new Resilix({ limiter: false, breaker: false, bulkhead: false, timeoutMs: false })
+new Resilix({ limiter: false, breaker: false, bulkhead: false, throttle: false, timeoutMs: false })
+new Resilix({ throttle: { multiplier: 2, windowMs: 60_000, maxRejection: 0.8 } })
 
 async function main(): Promise<void> {
   const n: number = await rx.execute(async (ctx) => {
@@ -46,7 +47,7 @@ async function main(): Promise<void> {
   } catch (e) {
     const rejected = findRejectedError(e)
     if (rejected !== undefined) {
-      const r: 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' = rejected.reason
+      const r: 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' | 'throttle' = rejected.reason
       console.log(r)
     }
     if (isRejectedError(e)) console.log(e.message)
@@ -122,6 +123,8 @@ new Resilix({ limiter: true, queue: true, breaker: true })
 new Resilix({ algorithm: 'nope' })
 // @ts-expect-error: limiter takes a boolean
 new Resilix({ limiter: 'off' })
+// @ts-expect-error: throttle.multiplier is a number
+new Resilix({ throttle: { multiplier: '2' } })
 // @ts-expect-error: bulkhead needs maxConcurrent
 new Resilix({ bulkhead: {} })
 // @ts-expect-error: unknown option

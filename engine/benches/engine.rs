@@ -54,6 +54,7 @@ fn acquire_settle(c: &mut Criterion) {
                     ..Default::default()
                 }),
                 bulkhead: None,
+                throttle: None,
             },
         ),
     ];
@@ -157,6 +158,7 @@ fn queue(c: &mut Criterion) {
             ..Default::default()
         }),
         bulkhead: None,
+        throttle: None,
     };
     let (mut e, h) = engine(policies);
     let mut now = T0;

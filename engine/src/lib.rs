@@ -17,6 +17,7 @@ pub mod rng;
 mod sample;
 pub mod standing;
 pub mod tenants;
+pub mod throttle;
 mod verdict;
 
 pub use self::core::Engine;
@@ -24,7 +25,7 @@ pub use breaker::{BreakerState, BreakerTransition, TripCause, WindowCounts};
 pub use clock::{Nanos, NANOS_PER_MS};
 pub use options::{
     Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, OptionError, PolicyOptions,
-    QueueOptions, RegistryOptions,
+    QueueOptions, RegistryOptions, ThrottleOptions,
 };
 pub use policy_set::{Acquired, KeyStats, PolicySet, RejectReason, StalePermit};
 pub use priority::{Priority, DEFAULT_LEVEL};

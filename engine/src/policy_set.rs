@@ -1,5 +1,5 @@
 //! One key's policies, composed in this order, outermost first:
-//! breaker → limiter (+ queue) → bulkhead. The timeout lives in JS.
+//! breaker → throttle → limiter (+ queue) → bulkhead. The timeout lives in JS.
 
 use crate::breaker::{Breaker, BreakerState, BreakerTransition};
 use crate::bulkhead::Bulkhead;
@@ -10,6 +10,7 @@ use crate::priority::{class_of, Priority, DEFAULT_LEVEL, RANKS};
 use crate::queue::Admission;
 use crate::rng::SplitMix64;
 use crate::tenants::Tenants;
+use crate::throttle::Throttle;
 use crate::{Nanos, Sample, Verdict};
 
 /// Why our own policy refused a call. The codes are the binding's wire format.
@@ -21,6 +22,8 @@ pub enum RejectReason {
     Bulkhead = 3,
     Breaker = 4,
     Registry = 5,
+    /// The adaptive throttle refused it: the upstream refuses most calls as overloaded (ADR 1000).
+    Throttle = 6,
 }
 
 impl RejectReason {
@@ -31,6 +34,7 @@ impl RejectReason {
             RejectReason::Bulkhead => "bulkhead",
             RejectReason::Breaker => "breaker",
             RejectReason::Registry => "registry",
+            RejectReason::Throttle => "throttle",
         }
     }
 }
@@ -67,7 +71,7 @@ pub struct KeyStats {
     /// Settled calls by verdict, indexed by `Verdict as usize`.
     pub verdicts: [u64; 7],
     /// Refused calls by reason, indexed by `RejectReason as usize` (index 0 unused).
-    pub rejections: [u64; 6],
+    pub rejections: [u64; 7],
     /// The latency of the last observed call (start → mark, or start → settle), ns.
     pub last_latency_ns: u64,
     /// Calls released as stuck: their fn had not settled long after the caller's answer.
@@ -85,10 +89,11 @@ pub struct PolicySet {
     breaker: Option<Breaker>,
     limiter: Option<Limiter>,
     bulkhead: Option<Bulkhead>,
+    throttle: Throttle,
     algorithm: Option<Algorithm>,
     permits: PermitSlab,
     verdicts: [u64; 7],
-    rejections: [u64; 6],
+    rejections: [u64; 7],
     last_latency_ns: u64,
     stuck: u64,
     /// `'queue'` refusals by priority class (ADR 1001).
@@ -105,10 +110,11 @@ impl PolicySet {
             breaker: opts.breaker.as_ref().map(Breaker::new),
             limiter: opts.limiter.as_ref().map(|l| Limiter::new(l, now)),
             bulkhead: opts.bulkhead.as_ref().map(Bulkhead::new),
+            throttle: Throttle::new(opts.throttle.as_ref()),
             algorithm: opts.limiter.map(|l| l.algorithm),
             permits: PermitSlab::default(),
             verdicts: [0; 7],
-            rejections: [0; 6],
+            rejections: [0; 7],
             last_latency_ns: 0,
             stuck: 0,
             queue_refusals_by_priority: [0; 5],
@@ -178,6 +184,10 @@ impl PolicySet {
             },
             None => 0,
         };
+        // One comparison while the key's window holds no overload (ADR 1000).
+        if self.throttle.engaged(now) && self.throttle.refuse(now, rng) {
+            return self.refuse(probe, RejectReason::Throttle, false);
+        }
         if let Some(l) = &mut self.limiter {
             match l.admit(now, rng, budget_ns, level) {
                 Admission::Run => {}
@@ -341,6 +351,7 @@ impl PolicySet {
             duration_ns
         };
         self.verdicts[verdict as usize] += 1;
+        self.throttle.on_settle(end, verdict);
         if !verdict.is_ignored() {
             self.last_latency_ns = latency_ns;
         }
@@ -423,6 +434,12 @@ impl PolicySet {
         self.breaker.as_ref()
     }
 
+    /// The throttle's refusal probability at `now` (0 when off or while its window holds no
+    /// overload), and its window's `(requests, accepts)`.
+    pub fn throttle_state(&self, now: Nanos) -> (f64, (u64, u64)) {
+        (self.throttle.probability(now), self.throttle.counts(now))
+    }
+
     /// The limiter, if on (read-only).
     pub fn limiter(&self) -> Option<&Limiter> {
         self.limiter.as_ref()
@@ -475,6 +492,6 @@ impl PolicySet {
 
     /// Approximate heap bytes this key holds beyond its inline size.
     pub fn heap_bytes(&self) -> usize {
-        self.permits.heap_bytes() + self.tenants.heap_bytes()
+        self.permits.heap_bytes() + self.tenants.heap_bytes() + self.throttle.heap_bytes()
     }
 }

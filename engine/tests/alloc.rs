@@ -7,7 +7,7 @@ use support::allocs;
 
 use resilix_engine::{
     Acquired, Algorithm, BreakerOptions, BulkheadOptions, Engine, LimiterOptions, PolicyOptions,
-    QueueOptions, RegistryOptions, SplitMix64, Verdict, NANOS_PER_MS,
+    QueueOptions, RegistryOptions, SplitMix64, ThrottleOptions, Verdict, NANOS_PER_MS,
 };
 
 /// A workload that trips and recovers the breaker, fills the queue and the bulkhead.
@@ -76,6 +76,7 @@ fn steady_state_allocates_nothing() {
             ..LimiterOptions::default()
         }),
         bulkhead: Some(BulkheadOptions { max_concurrent: 6 }),
+        throttle: Some(ThrottleOptions::default()),
     };
     // The counter sees allocations made on this thread.
     let probe = allocs();

@@ -9,7 +9,7 @@ use support::allocations;
 
 use resilix_engine::{
     Acquired, BreakerOptions, BulkheadOptions, Engine, KeyHandle, LimiterOptions, PolicyOptions,
-    RegistryOptions, Verdict, NANOS_PER_MS,
+    RegistryOptions, ThrottleOptions, Verdict, NANOS_PER_MS,
 };
 
 const MS: u64 = NANOS_PER_MS;
@@ -32,6 +32,7 @@ fn engine(bulkhead: u32) -> Engine {
         bulkhead: Some(BulkheadOptions {
             max_concurrent: bulkhead,
         }),
+        throttle: Some(ThrottleOptions::default()),
     };
     Engine::new(policies, RegistryOptions::default(), 7).unwrap()
 }
@@ -238,7 +239,7 @@ fn steady_state_allocates_nothing_on_any_path() {
     let total = calls(&drivers) - before;
     assert!(total >= 100_000);
     // The paths were really taken: rejections by reason (index = RejectReason as usize).
-    let mut rejected = [0u64; 6];
+    let mut rejected = [0u64; 7];
     for (e, d) in engines.iter().zip(drivers.iter()) {
         for k in KEYS {
             let s = e.stats_by_name(k, d.now).unwrap();

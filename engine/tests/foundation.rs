@@ -19,6 +19,7 @@ fn fixed(limit: u32, max_keys: u32) -> Engine {
         breaker: None,
         limiter: Some(limiter),
         bulkhead: None,
+        throttle: None,
     };
     Engine::new(
         policies,

@@ -1,4 +1,4 @@
-//! Engine memory per key (target: ≤ 2.5 KiB with the default policies). A byte-counting
+//! Engine memory per key (target: ≤ 2.5 KiB with the default policies, ADR 1000). A byte-counting
 //! allocator measures what the engine really holds — registry map, entry, name, policy set,
 //! permit slab — for 1000 keys that each ran a few concurrent calls, divided by 1000.
 
@@ -45,7 +45,7 @@ const PEAK: usize = 8;
 
 #[test]
 fn engine_memory_per_key_is_at_most_2_5_kib() {
-    let (total, per_key) = measure(false, false);
+    let (total, per_key) = measure(false, false, false);
     assert!(per_key <= 2560.0, "{per_key:.0} bytes per key");
     // Printed last: captured test output allocates on this thread.
     println!(
@@ -58,8 +58,9 @@ fn engine_memory_per_key_is_at_most_2_5_kib() {
 /// A key whose calls retry holds its retry budget too: at most 256 bytes more (ADR 0901).
 #[test]
 fn a_key_that_retries_holds_at_most_256_bytes_more() {
-    let (total, per_key) = measure(true, false);
-    assert!(per_key <= 2560.0 + 256.0, "{per_key:.0} bytes per key");
+    let (total, per_key) = measure(true, false, false);
+    let (_, base) = measure(false, false, false);
+    assert!(per_key <= base + 256.0, "{per_key:.0} bytes per key");
     println!(
         "engine memory with retries: {total} bytes for {KEYS} keys = {per_key:.0} bytes per key"
     );
@@ -68,16 +69,31 @@ fn a_key_that_retries_holds_at_most_256_bytes_more() {
 /// A key whose calls name tenants tracks at most 16, 16 bytes each (ADR 1002).
 #[test]
 fn a_key_whose_calls_name_tenants_holds_at_most_256_bytes_more() {
-    let (total, per_key) = measure(false, true);
-    assert!(per_key <= 2560.0 + 256.0, "{per_key:.0} bytes per key");
+    let (total, per_key) = measure(false, true, false);
+    let (_, base) = measure(false, false, false);
+    assert!(per_key <= base + 256.0, "{per_key:.0} bytes per key");
     println!(
         "engine memory with 40 tenants a key: {total} bytes for {KEYS} keys = {per_key:.0} bytes per key"
     );
 }
 
+/// A key that saw an overload holds its throttle's window too, and stays within 2.5 KiB
+/// (ADR 1000); a key that never did holds none.
+#[test]
+fn a_key_that_saw_an_overload_holds_its_throttle_window_within_2_5_kib() {
+    let (total, per_key) = measure(false, false, true);
+    let (_, base) = measure(false, false, false);
+    assert!(per_key > base, "{per_key:.0} bytes per key: no window");
+    assert!(per_key <= 2560.0, "{per_key:.0} bytes per key");
+    println!(
+        "engine memory with an overload: {total} bytes for {KEYS} keys = {per_key:.0} bytes per key"
+    );
+}
+
 /// (bytes, bytes per key) held by an engine whose keys ran a few calls; `retry`: each key's
-/// calls also asked for a retry; `tenants`: each key's calls named 40 tenants.
-fn measure(retry: bool, tenants: bool) -> (i64, f64) {
+/// calls also asked for a retry; `tenants`: each key's calls named 40 tenants; `overload`: one
+/// of each key's calls was answered overloaded.
+fn measure(retry: bool, tenants: bool, overload: bool) -> (i64, f64) {
     let before = LIVE.with(|l| l.get());
     let mut e = Engine::new(PolicyOptions::default(), RegistryOptions::default(), 1).unwrap();
     let t = 1_000 * NANOS_PER_MS;
@@ -108,10 +124,13 @@ fn measure(retry: bool, tenants: bool) -> (i64, f64) {
                 other => panic!("{other:?}"),
             }
         }
-        for p in held.drain(..) {
-            e.settle(h, p, Verdict::Success, t + 10 * NANOS_PER_MS)
-                .unwrap()
-                .unwrap();
+        for (i, p) in held.drain(..).enumerate() {
+            let v = if overload && i == 0 {
+                Verdict::Overload
+            } else {
+                Verdict::Success
+            };
+            e.settle(h, p, v, t + 10 * NANOS_PER_MS).unwrap().unwrap();
         }
         if retry {
             let s = Settled {

@@ -183,6 +183,7 @@ fn policies() -> impl Strategy<Value = PolicyOptions> {
             breaker,
             limiter,
             bulkhead,
+            throttle: None,
         })
 }
 

@@ -25,6 +25,7 @@ fn engine(algorithm: Algorithm, max_keys: u32) -> Engine {
             ..Default::default()
         }),
         bulkhead: None,
+        throttle: None,
     };
     let registry = RegistryOptions {
         max_keys,

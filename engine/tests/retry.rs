@@ -299,7 +299,12 @@ fn budget_options_are_validated_with_the_option_named() {
 }
 
 fn engine() -> (Engine, u64) {
-    let mut e = Engine::new(PolicyOptions::default(), RegistryOptions::default(), 5).unwrap();
+    // Without the throttle: these tests call through overloads it would refuse (ADR 1000).
+    let p = PolicyOptions {
+        throttle: None,
+        ..Default::default()
+    };
+    let mut e = Engine::new(p, RegistryOptions::default(), 5).unwrap();
     let h = e.resolve("api", T0).unwrap().handle;
     (e, h)
 }

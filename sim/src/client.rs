@@ -4,7 +4,7 @@
 use resilix_engine::retry::Settled;
 use resilix_engine::{
     Acquired, Algorithm, Decision, Engine, KeyHandle, LimiterOptions, Nanos, PolicyOptions,
-    Priority, RegistryOptions, RetryPolicy, Verdict, DEFAULT_LEVEL,
+    Priority, RegistryOptions, RetryPolicy, ThrottleOptions, Verdict, DEFAULT_LEVEL,
 };
 
 use crate::netflix::NetflixVegas;
@@ -33,7 +33,13 @@ pub trait ClientLimiter {
     fn leave_queue(&mut self);
     /// `acquire` for a call of `priority` by `tenant` (0: none), with the level it waits at.
     /// A limiter without priorities queues every call at the default level.
-    fn acquire_as(&mut self, now: Nanos, budget_ns: u64, _priority: Priority, _tenant: u32) -> (Acq, u8) {
+    fn acquire_as(
+        &mut self,
+        now: Nanos,
+        budget_ns: u64,
+        _priority: Priority,
+        _tenant: u32,
+    ) -> (Acq, u8) {
         (self.acquire(now, budget_ns), DEFAULT_LEVEL)
     }
     /// `admit_queued` for the oldest waiter of `level`, by `tenant`.
@@ -104,6 +110,27 @@ impl Row {
         }
     }
 
+    /// The row's engine with these throttle options (`None`: off); `None` for a row that is
+    /// not resilix.
+    pub fn build_throttled(
+        self,
+        seed: u64,
+        throttle: Option<ThrottleOptions>,
+    ) -> Option<Box<dyn ClientLimiter>> {
+        match self {
+            Row::Resilix(algorithm) => {
+                let limiter = LimiterOptions {
+                    algorithm,
+                    ..LimiterOptions::default()
+                };
+                Some(Box::new(ResilixClient::with_policies(
+                    limiter, throttle, seed,
+                )))
+            }
+            Row::NetflixVegas => None,
+        }
+    }
+
     /// `initial`: the scenario's `initialLimit` (`None`: the default).
     pub fn build(self, seed: u64, initial: Option<u32>, phase_ns: u64) -> Box<dyn ClientLimiter> {
         match self {
@@ -115,8 +142,8 @@ impl Row {
     }
 }
 
-/// The real engine with the project's defaults; only the algorithm differs between rows
-/// (`static` is `Algorithm::Fixed` at the default initial limit). The breaker is off inside
+/// The real engine with the project's defaults (the throttle on); only the algorithm differs
+/// between rows (`static` is `Algorithm::Fixed` at the default initial limit). The breaker is off inside
 /// the engine: the production scenario watches a breaker alongside instead (world.rs), so that
 /// its trip does not change what the limiter sees.
 pub struct ResilixClient {
@@ -139,10 +166,20 @@ impl ResilixClient {
 
     /// The engine with these limiter options (tests that need other than the defaults).
     pub fn with_limiter(limiter: LimiterOptions, seed: u64) -> Self {
+        Self::with_policies(limiter, Some(ThrottleOptions::default()), seed)
+    }
+
+    /// The engine with these limiter and throttle options (`None`: the throttle off).
+    pub fn with_policies(
+        limiter: LimiterOptions,
+        throttle: Option<ThrottleOptions>,
+        seed: u64,
+    ) -> Self {
         let policies = PolicyOptions {
             breaker: None,
             limiter: Some(limiter),
             bulkhead: None,
+            throttle,
         };
         let mut engine = Engine::new(policies, RegistryOptions::default(), seed)
             .expect("default options are valid");
@@ -184,7 +221,13 @@ impl ClientLimiter for ResilixClient {
         self.engine.leave_queue(self.key).expect("live key");
     }
 
-    fn acquire_as(&mut self, now: Nanos, budget_ns: u64, priority: Priority, tenant: u32) -> (Acq, u8) {
+    fn acquire_as(
+        &mut self,
+        now: Nanos,
+        budget_ns: u64,
+        priority: Priority,
+        tenant: u32,
+    ) -> (Acq, u8) {
         let level = self
             .engine
             .level_of(self.key, priority, tenant, now)
@@ -214,7 +257,9 @@ impl ClientLimiter for ResilixClient {
     }
 
     fn leave_queue_at(&mut self, level: u8) {
-        self.engine.leave_queue_at(self.key, level).expect("live key");
+        self.engine
+            .leave_queue_at(self.key, level)
+            .expect("live key");
     }
 
     fn mark(&mut self, permit: u64, now: Nanos) {

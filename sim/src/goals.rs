@@ -188,6 +188,15 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
             g("convergenceS", "<= 60 s", |x| x <= 60.0, true),
             g("goodputPct", ">= 90 %", |x| x >= 90.0, false),
         ],
+        "rate-quota" => vec![
+            g(
+                "callsPerAccepted",
+                "<= 1.3 (the throttle sheds the doomed calls)",
+                |x| x <= 1.3,
+                true,
+            ),
+            g("acceptedPct", ">= 95 % of the quota", |x| x >= 95.0, true),
+        ],
         "retry-storm" => vec![
             g(
                 "attemptsPerFirst",

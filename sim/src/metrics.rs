@@ -188,7 +188,12 @@ struct Group {
 fn groups(run: &Run, from: f64, to: f64, n: usize) -> Vec<Group> {
     let (a, b) = ((from * SEC as f64) as u64, (to * SEC as f64) as u64);
     let mut g: Vec<Group> = (0..n).map(|_| Group::default()).collect();
-    for c in run.tr.calls.iter().filter(|c| c.created >= a && c.created < b) {
+    for c in run
+        .tr
+        .calls
+        .iter()
+        .filter(|c| c.created >= a && c.created < b)
+    {
         let x = &mut g[c.group as usize];
         x.offered += 1;
         if c.admitted && c.verdict == Verdict::Success {
@@ -292,6 +297,62 @@ pub fn retry_comparisons(sc: &Scenario, row: Row, seed: u64) -> Vec<Metric> {
         out.push((gp, some(run.goodput_pct(from, to))));
     }
     out
+}
+
+/// Calls that reached the upstream in `[from, to)` per call it accepted (a success).
+pub fn calls_per_accepted(tr: &Trace, from: f64, to: f64) -> f64 {
+    let (a, b) = ((from * SEC as f64) as u64, (to * SEC as f64) as u64);
+    let sent = tr.sent.iter().filter(|(t, _)| *t >= a && *t < b).count();
+    let ok = tr
+        .calls
+        .iter()
+        .filter(|c| c.verdict == Verdict::Success && c.end >= a && c.end < b)
+        .count();
+    sent as f64 / ok as f64
+}
+
+/// Accepted calls in `[from, to)` against a rate quota of `per_s`, %.
+pub fn accepted_pct(tr: &Trace, per_s: f64, from: f64, to: f64) -> f64 {
+    let (a, b) = ((from * SEC as f64) as u64, (to * SEC as f64) as u64);
+    let ok = tr
+        .calls
+        .iter()
+        .filter(|c| c.verdict == Verdict::Success && c.end >= a && c.end < b)
+        .count();
+    ok as f64 / ((to - from) * per_s) * 100.0
+}
+
+fn quota_of(sc: &Scenario) -> f64 {
+    match sc.fault {
+        crate::scenario::Fault::RateQuota { per_s, .. } => per_s,
+        _ => f64::NAN,
+    }
+}
+
+/// A RateQuota scenario's comparison: the row's engine with its throttle off, on the same
+/// world and seed (`None` for a row that is not resilix).
+pub fn throttle_comparisons(sc: &Scenario, row: Row, seed: u64) -> Vec<Metric> {
+    let Measure::RateQuota { from, to } = sc.measure else {
+        return Vec::new();
+    };
+    let build = |s: u64| row.build_throttled(s, None);
+    if build(0).is_none() {
+        return vec![
+            ("noThrottleCallsPerAccepted", None),
+            ("noThrottleAcceptedPct", None),
+        ];
+    }
+    let tr = crate::world::run_with(sc, &|s| build(s).expect("a resilix row"), seed);
+    vec![
+        (
+            "noThrottleCallsPerAccepted",
+            some(calls_per_accepted(&tr, from, to)),
+        ),
+        (
+            "noThrottleAcceptedPct",
+            some(accepted_pct(&tr, quota_of(sc), from, to)),
+        ),
+    ]
 }
 
 pub fn compute(run: &Run) -> Vec<Metric> {
@@ -406,6 +467,17 @@ pub fn compute(run: &Run) -> Vec<Metric> {
             ]
         }
         Measure::Mixed { from, to } => mixed(run, from, to),
+        Measure::RateQuota { from, to } => vec![
+            (
+                "callsPerAccepted",
+                some(calls_per_accepted(run.tr, from, to)),
+            ),
+            (
+                "acceptedPct",
+                some(accepted_pct(run.tr, quota_of(run.sc), from, to)),
+            ),
+            ("shedPct", some(run.shed_pct(from, to))),
+        ],
         Measure::RetryStorm { from, to, .. } => vec![
             (
                 "attemptsPerFirst",

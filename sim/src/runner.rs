@@ -119,6 +119,7 @@ pub fn run_all(
                     tr: &tr,
                 });
                 m.extend(metrics::retry_comparisons(sc, rows[ri], 1 + k as u64));
+                m.extend(metrics::throttle_comparisons(sc, rows[ri], 1 + k as u64));
                 let ser = (k == 0).then(|| series(&tr));
                 out.lock().unwrap().push((si, ri, k, m, ser));
             });
@@ -153,6 +154,7 @@ pub fn metrics_of(sc: &Scenario, row: Row, seed: u64) -> Vec<Metric> {
     let tr = world::run(sc, row, seed);
     let mut m = metrics::compute(&Run { sc, row, tr: &tr });
     m.extend(metrics::retry_comparisons(sc, row, seed));
+    m.extend(metrics::throttle_comparisons(sc, row, seed));
     m
 }
 

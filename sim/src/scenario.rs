@@ -48,6 +48,13 @@ pub enum Fault {
         queue: u32,
         cost: f64,
     },
+    /// A rate quota: a token bucket of `per_s` tokens a second holding at most one second's
+    /// worth. A call that finds no token is answered 429 (overload) after `refuse_ns`, holding
+    /// no server; the others are served as usual.
+    RateQuota {
+        per_s: f64,
+        refuse_ns: u64,
+    },
 }
 
 /// Service time: log-normal(median, σ); optionally bimodal (a second mode with probability p).
@@ -168,6 +175,13 @@ pub enum Measure {
     /// plain call (world.rs `Retrier`). Every client retries up to `attempts` attempts in all.
     RetryStorm {
         attempts: u32,
+        from: f64,
+        to: f64,
+    },
+    /// A rate-quota upstream (`Fault::RateQuota`) over `[from, to)`: calls that reach it per
+    /// call it accepts, and accepted calls against the quota, with this row's engine and, on
+    /// the same world and seed, the same engine with its throttle off.
+    RateQuota {
         from: f64,
         to: f64,
     },
@@ -592,6 +606,7 @@ pub fn all() -> Vec<Scenario> {
     v.extend(queue_scenarios());
     v.extend(mix_scenarios());
     v.push(retry_storm());
+    v.push(rate_quota());
     v.extend(llm_scenarios());
     v
 }
@@ -671,6 +686,32 @@ fn retry_storm() -> Scenario {
     sc.load = Load::Open {
         per_s: 2.0 * capacity_per_s(16, &sc.service) / 4.0,
     };
+    sc
+}
+
+/// An upstream that answers 429 in 1 ms above a rate quota of 100 calls a second, offered four
+/// times the quota in Poisson arrivals; calls within the quota take 20 ms (ADR 1000).
+fn rate_quota() -> Scenario {
+    let quota = 100.0;
+    let mut sc = Scenario {
+        servers: 10_000,
+        service: Service::lognormal(20.0 * MS as f64),
+        fault: Fault::RateQuota {
+            per_s: quota,
+            refuse_ns: MS,
+        },
+        timeout_ns: 2 * SEC,
+        ..common(
+            "rate-quota",
+            "429 in 1 ms above a quota of 100/s, open loop at 4 x the quota, S=20ms within it",
+            60.0,
+            Measure::RateQuota {
+                from: 10.0,
+                to: 60.0,
+            },
+        )
+    };
+    sc.load = Load::Open { per_s: 4.0 * quota };
     sc
 }
 

@@ -4,8 +4,8 @@
 use std::collections::VecDeque;
 
 use resilix_engine::breaker::Breaker;
-use resilix_engine::retry::Settled;
 use resilix_engine::priority::LEVELS;
+use resilix_engine::retry::Settled;
 use resilix_engine::{
     tenant_id, BreakerOptions, LimiterOptions, Priority, RetryPolicy, SplitMix64, Verdict,
     DEFAULT_LEVEL,
@@ -83,6 +83,9 @@ struct Client {
 }
 
 struct Upstream {
+    /// `Fault::RateQuota`: tokens left, as of `tokens_at`.
+    tokens: f64,
+    tokens_at: u64,
     servers: u32,
     busy: u32,
     fifo: VecDeque<u32>,
@@ -163,6 +166,11 @@ impl<'a> World<'a> {
             clients,
             calls: Vec::new(),
             up: Upstream {
+                tokens: match sc.fault {
+                    Fault::RateQuota { per_s, .. } => per_s,
+                    _ => 0.0,
+                },
+                tokens_at: 0,
                 servers: sc.servers,
                 busy: 0,
                 fifo: VecDeque::new(),
@@ -345,7 +353,9 @@ impl<'a> World<'a> {
             id
         };
         let (acq, level) = match priority {
-            Some(p) => self.clients[c].limiter.acquire_as(self.now, budget, p, tenant),
+            Some(p) => self.clients[c]
+                .limiter
+                .acquire_as(self.now, budget, p, tenant),
             None => (
                 self.clients[c].limiter.acquire(self.now, budget),
                 DEFAULT_LEVEL,
@@ -678,11 +688,23 @@ impl<'a> World<'a> {
 
     fn dispatch(&mut self, id: u32) {
         let call = self.calls[id as usize];
-        if self.retrier.is_some() && !call.background {
+        let quota = matches!(self.sc.measure, Measure::RateQuota { .. });
+        if (self.retrier.is_some() || quota) && !call.background {
             self.trace.sent.push((self.now, call.attempt));
         }
         if self.up.fault == Fault::BlackHole && !call.background {
             return;
+        }
+        if let Fault::RateQuota { per_s, .. } = self.up.fault {
+            let dt = (self.now - self.up.tokens_at) as f64 / SEC as f64;
+            self.up.tokens = (self.up.tokens + dt * per_s).min(per_s);
+            self.up.tokens_at = self.now;
+            if self.up.tokens >= 1.0 {
+                self.up.tokens -= 1.0;
+            } else {
+                // No token: answered 429 at once (serve() sees `shed`).
+                self.calls[id as usize].shed = true;
+            }
         }
         if self.up.busy < self.up.servers {
             self.serve(id);
@@ -701,6 +723,9 @@ impl<'a> World<'a> {
         let drawn = match self.up.fault {
             Fault::Shed { cost, .. } if self.calls[id as usize].shed => {
                 Some((cost * self.up.service.median_ns, Verdict::Overload))
+            }
+            Fault::RateQuota { refuse_ns, .. } if self.calls[id as usize].shed => {
+                Some((refuse_ns as f64, Verdict::Overload))
             }
             Fault::FixedLatency(d) => Some((d as f64, Verdict::Success)),
             Fault::FastFail {

@@ -130,10 +130,16 @@ fn critical_calls_are_served_and_the_shedding_falls_on_sheddable_ones() {
     let m = metrics_of(&scenario("priorities"), VEGAS, SEED);
     assert!(metric(&m, "criticalGoodputPct").unwrap() >= 99.0, "{m:?}");
     assert!(metric(&m, "criticalP90OverNoLoad").unwrap() <= 1.5, "{m:?}");
-    assert!(metric(&m, "sheddableShareOfLostPct").unwrap() >= 95.0, "{m:?}");
+    assert!(
+        metric(&m, "sheddableShareOfLostPct").unwrap() >= 95.0,
+        "{m:?}"
+    );
     // Without priorities the same calls are shed alike: the scenario does need them.
     let off = metrics_of(&scenario("priorities-off"), VEGAS, SEED);
-    assert!(metric(&off, "criticalGoodputPct").unwrap() < 90.0, "{off:?}");
+    assert!(
+        metric(&off, "criticalGoodputPct").unwrap() < 90.0,
+        "{off:?}"
+    );
 }
 
 #[test]
@@ -152,8 +158,8 @@ fn a_retry_storm_is_held_by_the_budget_where_plain_retries_multiply_the_load() {
     let m = metrics_of(&sc, VEGAS, SEED);
     let apf = metric(&m, "attemptsPerFirst").unwrap();
     assert!(apf <= 1.25, "attempts per first attempt {apf} ({m:?})");
-    // A fixed limit above the upstream's capacity lets overload through: the budget alone
-    // holds the retries.
+    // A fixed limit above the upstream's capacity lets overload through: the budget (and the
+    // throttle, on the 503s) holds the retries.
     let fixed = metrics_of(&sc, Row::Resilix(Algorithm::Fixed), SEED);
     let apf = metric(&fixed, "attemptsPerFirst").unwrap();
     assert!(apf > 1.05 && apf <= 1.25, "static: {apf} ({fixed:?})");
@@ -165,6 +171,20 @@ fn a_retry_storm_is_held_by_the_budget_where_plain_retries_multiply_the_load() {
     let ours = metric(&m, "goodputPct").unwrap();
     let theirs = metric(&m, "cockatielGoodputPct").unwrap();
     assert!(ours > theirs, "goodput {ours} vs cockatiel's {theirs}");
+}
+
+/// An upstream that answers 429 in 1 ms above a rate quota, offered 4 × the quota: the
+/// throttle sheds the doomed calls (ADR 1000), where the limit alone, which sees fast calls,
+/// lets every one reach the upstream.
+#[test]
+fn a_rate_quota_is_met_by_the_throttle_where_the_limit_alone_lets_doomed_calls_through() {
+    let m = metrics_of(&scenario("rate-quota"), VEGAS, SEED);
+    let cpa = metric(&m, "callsPerAccepted").unwrap();
+    assert!(cpa <= 1.3, "calls per accepted call {cpa} ({m:?})");
+    let pct = metric(&m, "acceptedPct").unwrap();
+    assert!(pct >= 95.0, "accepted {pct} % of the quota ({m:?})");
+    let off = metric(&m, "noThrottleCallsPerAccepted").unwrap();
+    assert!(off >= 3.0, "without the throttle: {off} ({m:?})");
 }
 
 /// An LLM server with 16 generation slots, streams marked at their first token: the breaker

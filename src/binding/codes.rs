@@ -18,7 +18,8 @@ pub const KEEP_WAITING: f64 = -3.0;
 pub const STALE_PERMIT: f64 = -4.0;
 /// `settle`: the verdict code is unknown.
 pub const BAD_VERDICT: f64 = -5.0;
-/// A rejection is `-10 - reason`: -11 limit, -12 queue, -13 bulkhead, -14 breaker.
+/// A rejection is `-10 - reason`: -11 limit, -12 queue, -13 bulkhead, -14 breaker,
+/// -16 throttle.
 pub const REJECTED_BASE: f64 = -10.0;
 /// `resolveKey`: the registry is full of keys that are protecting something.
 pub const REGISTRY_FULL: f64 = REJECTED_BASE - RejectReason::Registry as u8 as f64;
@@ -30,12 +31,13 @@ pub const RETRY_REFUSED_BASE: f64 = -100.0;
 pub const TOO_MANY_ENGINES: f64 = -1.0;
 
 /// Every reason, at its code.
-const REASONS: [RejectReason; 5] = [
+const REASONS: [RejectReason; 6] = [
     RejectReason::Limit,
     RejectReason::Queue,
     RejectReason::Bulkhead,
     RejectReason::Breaker,
     RejectReason::Registry,
+    RejectReason::Throttle,
 ];
 
 /// `observe`'s breaker code (`limit × 4 + code`): `BREAKER_STATES[code]` in JS.

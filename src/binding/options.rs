@@ -7,7 +7,7 @@ use napi_derive::napi;
 
 use resilix_engine::{
     Algorithm, BreakerOptions, BudgetOptions, BulkheadOptions, LimiterOptions, PolicyOptions,
-    QueueOptions, RegistryOptions,
+    QueueOptions, RegistryOptions, ThrottleOptions,
 };
 
 /// Flat options for one engine. The public, documented shape is `ResilixOptions` in index.d.ts.
@@ -63,6 +63,14 @@ pub struct NativeOptions {
     pub breaker_half_open_probes: Option<f64>,
     /// Maximum concurrent calls per key; absent: no bulkhead.
     pub bulkhead_max_concurrent: Option<f64>,
+    /// `false` turns the adaptive throttle off. Default true (ADR 1000).
+    pub throttle: Option<bool>,
+    /// Default 1.2 (ours, a guess; ADR 1000).
+    pub throttle_multiplier: Option<f64>,
+    /// Default 30000 (Envoy admission_control).
+    pub throttle_window_ms: Option<f64>,
+    /// Default 0.9 (failsafe-go).
+    pub throttle_max_rejection: Option<f64>,
     /// The per-key retry budget: default 0.2 (Envoy, failsafe-go, Finagle).
     pub retry_budget_ratio: Option<f64>,
     /// Default 3 retries a second (Envoy's and failsafe-go's minimum of 3, as a rate).
@@ -180,6 +188,16 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
             max_concurrent: int32("bulkhead.maxConcurrent", v, 0)?,
         }),
     };
+    let td = ThrottleOptions::default();
+    let throttle = if o.throttle == Some(false) {
+        None
+    } else {
+        Some(ThrottleOptions {
+            multiplier: o.throttle_multiplier.unwrap_or(td.multiplier),
+            window_ms: int("throttle.windowMs", o.throttle_window_ms, td.window_ms)?,
+            max_rejection: o.throttle_max_rejection.unwrap_or(td.max_rejection),
+        })
+    };
     let rd = RegistryOptions::default();
     let registry = RegistryOptions {
         max_keys: int32("maxKeys", o.max_keys, rd.max_keys)?,
@@ -190,6 +208,7 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
             breaker,
             limiter,
             bulkhead,
+            throttle,
         },
         registry,
     ))

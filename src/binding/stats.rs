@@ -85,6 +85,7 @@ pub struct NativeRejectionCounts {
     pub queue: f64,
     pub bulkhead: f64,
     pub breaker: f64,
+    pub throttle: f64,
 }
 
 impl From<KeyStats> for NativeStats {
@@ -115,6 +116,7 @@ impl From<KeyStats> for NativeStats {
                 queue: s.rejections[2] as f64,
                 bulkhead: s.rejections[3] as f64,
                 breaker: s.rejections[4] as f64,
+                throttle: s.rejections[6] as f64,
             },
             queued_by_priority: NativePriorityCounts::of(s.queued_by_priority),
             queue_refusals_by_priority: NativePriorityCounts::of(

@@ -42,6 +42,7 @@ fn upstream(servers: u32, service_ms: u64, callers: u32, secs: u64) -> Scenario 
         stagger_ns: 0,
         realism: None,
         initial_limit: None,
+        mix: None,
         changes: Vec::new(),
         measure: Measure::Steady {
             since: 0.0,

@@ -13,6 +13,11 @@ use crate::options::ThrottleOptions;
 use crate::rng::SplitMix64;
 use crate::{Nanos, Verdict};
 
+/// Requests the window must hold before anything is refused: failsafe-go's adaptive throttler
+/// documents its threshold as "after 5 executions". Below it, a lone 429 refused the retry its
+/// `Retry-After` asked for, one time in two (ADR 1000).
+pub const MIN_REQUESTS: u64 = 5;
+
 /// Buckets of the sliding window: failsafe-go's 20 (its 1 min window in 20 buckets).
 pub const BUCKETS: usize = 20;
 
@@ -63,7 +68,10 @@ impl Window {
         let (mut r, mut a) = (self.requests, self.accepts);
         // The buckets of epochs up to `epoch − BUCKETS` have left the window.
         let oldest = self.head.saturating_sub(BUCKETS as u64 - 1);
-        let gone = epoch.saturating_sub(BUCKETS as u64);
+        // Nothing has left before the window's first whole length (epoch < BUCKETS).
+        let Some(gone) = epoch.checked_sub(BUCKETS as u64) else {
+            return (r, a);
+        };
         let mut e = oldest;
         while e <= gone.min(self.head) {
             let b = &self.buckets[(e % BUCKETS as u64) as usize];
@@ -120,6 +128,9 @@ impl Throttle {
     }
 
     fn p_of(&self, (r, a): (u64, u64)) -> f64 {
+        if r < MIN_REQUESTS {
+            return 0.0;
+        }
         let (r, a) = (r as f64, a as f64);
         ((r - self.multiplier * a) / (r + 1.0)).clamp(0.0, self.max_rejection)
     }

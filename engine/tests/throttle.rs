@@ -3,6 +3,7 @@
 //! request and an accept, its place between the breaker and the limiter, and its options.
 
 use resilix_engine::retry::Settled;
+use resilix_engine::throttle::MIN_REQUESTS;
 use resilix_engine::{
     Acquired, BreakerOptions, Decision, Engine, KeyHandle, LimiterOptions, PolicyOptions,
     RegistryOptions, RejectReason, RetryPolicy, ThrottleOptions, Verdict, NANOS_PER_MS,
@@ -195,7 +196,12 @@ fn refusals_count_as_requests_and_ignored_verdicts_as_nothing() {
     // Cancelled and Rejected tell nothing about the upstream: neither request nor accept.
     e.settle(h, b, Verdict::Cancelled, ms(1)).unwrap().unwrap();
     e.settle(h, c, Verdict::Rejected, ms(1)).unwrap().unwrap();
-    assert_eq!(state(&e, h, ms(1)), (0.5, (1, 0)));
+    // One request: below MIN_REQUESTS nothing is refused, whatever the formula says.
+    assert_eq!(state(&e, h, ms(1)), (0.0, (1, 0)));
+    for _ in 1..MIN_REQUESTS {
+        run(&mut e, h, ms(1), Verdict::Overload);
+    }
+    assert_eq!(state(&e, h, ms(1)), (5.0 / 6.0, (5, 0)));
     // Every acquire now is decided; each refusal adds a request, never an accept.
     let mut refused = 0;
     for i in 0..100 {
@@ -208,8 +214,24 @@ fn refusals_count_as_requests_and_ignored_verdicts_as_nothing() {
         };
     }
     assert!(refused > 50, "{refused} of 100 refused");
-    assert_eq!(state(&e, h, ms(1)).1, (101, 0));
+    assert_eq!(state(&e, h, ms(1)).1, (105, 0));
     assert_eq!(throttled(&e, h, ms(1)), refused);
+}
+
+#[test]
+fn nothing_is_refused_before_the_window_holds_min_requests() {
+    let (mut e, h) = only(ThrottleOptions {
+        multiplier: 1.2,
+        window_ms: 30_000,
+        max_rejection: 0.9,
+    });
+    // A 429 and its retry: the retry is never refused by chance.
+    for i in 1..MIN_REQUESTS {
+        run(&mut e, h, ms(i), Verdict::Overload);
+        assert_eq!(state(&e, h, ms(i)), (0.0, (i, 0)));
+    }
+    run(&mut e, h, ms(10), Verdict::Overload);
+    assert_eq!(state(&e, h, ms(10)), (5.0 / 6.0, (5, 0)));
 }
 
 #[test]
@@ -219,10 +241,12 @@ fn the_window_forgets_and_the_key_is_no_longer_decided() {
         window_ms: 20_000, // 20 buckets of 1 s
         max_rejection: 0.9,
     });
-    run(&mut e, h, ms(0), Verdict::Overload);
+    for _ in 0..MIN_REQUESTS {
+        run(&mut e, h, ms(0), Verdict::Overload);
+    }
     assert!(state(&e, h, ms(0)).0 > 0.0);
-    // Still within the window at 19.999 s (the overload's bucket is one of the last 20).
-    assert_eq!(state(&e, h, ms(19_999)).1, (1, 0));
+    // Still within the window at 19.999 s (the overloads' bucket is one of the last 20).
+    assert_eq!(state(&e, h, ms(19_999)).1, (5, 0));
     // From 20 s its bucket has left: nothing is decided, and the counts are gone.
     assert_eq!(state(&e, h, ms(20_000)), (0.0, (0, 0)));
     for i in 0..1_000 {

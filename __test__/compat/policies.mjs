@@ -41,7 +41,7 @@ check('events: rejections, limit changes and evictions reach listeners; dispose(
   const permits = []
   for (let i = 0; i < 10; i++) permits.push(await rx.acquire('k'))
   await assert.rejects(rx.acquire('k'), (e) => isRejectedError(e) && e.reason === 'limit')
-  assert.deepEqual(rejects, [{ key: 'k', reason: 'limit' }])
+  assert.deepEqual(rejects, [{ key: 'k', reason: 'limit', priority: 'normal' }])
   await sleep(5)
   for (const p of permits) p.release('overload')
   assert.deepEqual(limits, [{ key: 'k', limit: 9, previous: 10 }])

@@ -15,8 +15,10 @@ export type Verdict = 'success' | 'failure' | 'overload' | 'answered' | 'timeout
 /**
  * Why one of resilix's own policies refused a call. `'throttle'`: the upstream answers most
  * calls as overloaded (429/503), and the adaptive throttle refused this one locally.
+ * `'quota'`: the key's quota has no budget for it before its deadline, or its cost exceeds a
+ * whole budget (the message says which); it is never retried.
  */
-export type RejectReason = 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' | 'throttle'
+export type RejectReason = 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' | 'throttle' | 'quota'
 
 /**
  * A call's priority class in its key's queue: higher classes wait first and are shed last.
@@ -60,7 +62,23 @@ export interface CallContext {
    * Bound to its call: it may be passed as a callback (`body.once('data', ctx.mark)`).
    */
   readonly mark: () => void
+  /**
+   * With a quota: what the call really used, e.g. `{ tokens: res.usage.total_tokens }`. The
+   * difference from its `cost` is refunded or charged to the window it was charged in. May be
+   * called after the call settled (a stream's usage comes at its end); each call replaces the
+   * usage before it.
+   * @throws {TypeError} the instance has no quota, or a name is not one of its budgets.
+   * @throws {RangeError} a usage below 0 or not finite.
+   */
+  charge(usage: Cost): void
 }
+
+/**
+ * What a call costs, by budget name: `{ tokens: 1200 }`. A call that names no `requests`
+ * costs 1 request; any other budget it does not name costs 0 (but a spent budget still makes
+ * it wait). Numbers ≥ 0, rounded up.
+ */
+export type Cost = Record<string, number>
 
 export interface ExecuteOptions {
   /**
@@ -92,6 +110,11 @@ export interface ExecuteOptions {
    * 256 characters; a key tracks its 16 most recently seen tenants. Default: none.
    */
   tenant?: string
+  /**
+   * With a quota: the call's estimated cost, charged before it runs (settle the real usage
+   * with `ctx.charge`). Default `{ requests: 1 }`.
+   */
+  cost?: Cost
 }
 
 /** The verdicts a retry policy may retry: `answered`, `rejected` and `cancelled` never are. */
@@ -132,6 +155,28 @@ export interface AcquireOptions {
   priority?: Priority
   /** Who the call is for (see `ExecuteOptions.tenant`). Default: none. */
   tenant?: string
+  /** With a quota: the call's estimated cost (see `ExecuteOptions.cost`); settle it with `permit.charge`. */
+  cost?: Cost
+}
+
+/**
+ * One budget of a quota: limits by cost name over one window, e.g.
+ * `{ requests: 500, tokens: 200000, windowMs: 60000 }`. Names are identifiers; `requests`,
+ * `tokens`, `inputTokens` and `outputTokens` are also what the rate-limit headers of OpenAI,
+ * Anthropic and the IETF draft name.
+ */
+export interface QuotaBudget {
+  /** The sliding window, ms. Integer 1…2 147 483 647. Default 60000 (the LLM APIs count per minute). */
+  windowMs?: number
+  /**
+   * Read the rate-limit headers of each response (`x-ratelimit-*`, `anthropic-ratelimit-*`,
+   * `ratelimit-*`, `retry-after`, `retry-after-ms`): they tighten the budget until their reset,
+   * never loosen it, and a 429 cools the whole key down once. Default `false` for `execute`
+   * (the undici interceptor reads them unless told `pace: false`).
+   */
+  pace?: boolean
+  /** The budget per window of each cost: a whole number ≥ 1. */
+  [cost: string]: number | boolean | undefined
 }
 
 export interface QueueOptions {
@@ -247,6 +292,25 @@ export interface ResilixOptions {
   retry?: RetryOptions | boolean
   /** The per-key retry budget that every retry must fit in. Default `{ ratio: 0.2, minPerSecond: 3, windowMs: 10000 }`. */
   retryBudget?: RetryBudgetOptions
+  /**
+   * Each key's quota: a budget, or several (per minute and per day, say; at most 8 budgets
+   * over at most 4 cost names). A call is charged its `cost` before it runs; one that does not
+   * fit waits for budget within its deadline, or is refused at once with reason `'quota'`.
+   * The window is sliding and frees a charge a little after the upstream's own window would,
+   * so a client alone on its quota meets no 429. Default: none.
+   */
+  quota?: QuotaBudget | readonly QuotaBudget[]
+}
+
+/** A key's quota as `stats()` reports it. */
+export interface QuotaStats {
+  budgets: { name: string; windowMs: number; limit: number; spent: number }[]
+  /** Calls waiting for budget. */
+  waiting: number
+  /** Cooldowns begun since the key was created (one per 429 episode). */
+  cooldowns: number
+  /** How long the key still cools down, ms. */
+  coolingMs: number
 }
 
 export interface KeyStats {
@@ -286,6 +350,8 @@ export interface KeyStats {
   retries: number
   /** Retries its retry budget refused since the key was created (the call ended with its last attempt's outcome). */
   retryBudgetRefusals: number
+  /** The key's quota, or null without one. */
+  quota: QuotaStats | null
 }
 
 export interface Permit {
@@ -296,6 +362,8 @@ export interface Permit {
   readonly mark: () => void
   /** Settles the permit, exactly once. Default verdict `'success'`. A second release throws. */
   release(verdict?: Verdict): void
+  /** With a quota: what the call really used (see `CallContext.charge`). May follow `release()`. */
+  charge(usage: Cost): void
 }
 
 /**
@@ -387,8 +455,8 @@ export declare class Resilix {
    */
   constructor(options?: ResilixOptions)
   /**
-   * Runs `fn` under the key's policies: retry → breaker → throttle → limiter (+ queue) → bulkhead →
-   * timeout. Resolves or rejects with exactly what `fn`'s last attempt did (`attemptsOf` tells
+   * Runs `fn` under the key's policies: retry → breaker → quota → throttle → limiter (+ queue) →
+   * bulkhead → timeout. Resolves or rejects with exactly what `fn`'s last attempt did (`attemptsOf` tells
    * how many were made). Never throws synchronously: every failure below is a rejected promise.
    * @throws {RejectedError} one of resilix's own policies refused the call (`reason`); `fn` never ran.
    * @throws {TimeoutError} the deadline passed (`queued`: while the call waited, `fn` never ran),

@@ -3,10 +3,11 @@
 // and acquire(). Every policy decision is the engine's (engine/src); a call's life after
 // admission is lib/call.js. Hot path: one native call to acquire, one to settle, numbers only.
 
-const { native, QUEUED, STALE_HANDLE, REGISTRY_FULL, SLOT_SPAN, mapNativeError } = require('./lib/native')
+const { native, QUEUED, STALE_HANDLE, REGISTRY_FULL, SLOT_SPAN, QUOTA_WAIT, DEFAULT_LEVEL, LEVEL_SPAN, mapNativeError } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = require('./lib/errors')
 const { normalize } = require('./lib/options')
-const { Call, GuardedCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
+const { Call, GuardedCall, QuotaCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
+const quota = require('./lib/quota')
 const { startRetrying, attemptsOf, Backoff } = require('./lib/retry')
 const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
@@ -35,6 +36,8 @@ class Resilix {
     engines.register(this, this._id, this)
     this._timeoutMs = o.timeoutMs
     this._classify = o.classify
+    /** The instance's quota (lib/quota.js), null when none. */
+    this._quota = o.quota
     /** The instance's retry policy (lib/retry-options.js), null when off. */
     this._retry = o.retry
     /** Retrying calls waiting between attempts (lib/retry.js): close() ends them. */
@@ -87,7 +90,7 @@ class Resilix {
     } catch (err) {
       throw mapNativeError(err)
     }
-    return s === null || s === undefined ? undefined : keyStats(key, s)
+    return s === null || s === undefined ? undefined : keyStats(key, s, this._quota)
   }
 
   /** Keys alive in the registry now, most recently used first. */
@@ -109,6 +112,10 @@ class Resilix {
     this._closed = true
     for (const ks of this._keys.values()) {
       while (ks.head !== null) giveUp(ks.head, closedError('a call waiting'))
+      if (ks.line !== null) {
+        while (ks.line.head !== null) giveUp(ks.line.head, closedError('a call waiting for quota'))
+        quota.closeLine(ks)
+      }
       ks.handle = -1 // a running call's settle now changes nothing
     }
     for (const b of [...this._backoffs]) b.abort(closedError('a call waiting to retry'))
@@ -160,6 +167,7 @@ class Resilix {
     let retry = execute ? this._retry : null
     let signal
     let prio = null
+    let cost = null
     if (opts !== undefined) {
       if (!readCallOptions(opts, execute, timeoutMs, retry)) return Promise.reject(parsed.error)
       if (execute) {
@@ -169,7 +177,14 @@ class Resilix {
       timeoutMs = parsed.timeoutMs
       signal = parsed.signal
       prio = parsed.prio
-    }
+      if (this._quota !== null || parsed.cost !== undefined) {
+        try {
+          cost = quota.costOption(this._quota, parsed.cost, execute ? 'execute' : 'acquire')
+        } catch (err) {
+          return Promise.reject(err)
+        }
+      }
+    } else if (this._quota !== null) cost = new quota.Cost(this._quota)
     if (execute && typeof fn !== 'function') {
       return Promise.reject(notAFunction(fn))
     }
@@ -178,12 +193,13 @@ class Resilix {
     try {
       ks = this._keyState(key)
       if (ks === null) return Promise.reject(this._events.rejected(REGISTRY_FULL, key))
-      p = this._acquire(ks, timeoutMs, prio)
+      p = cost === null ? this._acquire(ks, timeoutMs, prio) : this._acquireCosting(ks, timeoutMs, prio, cost)
     } catch (err) {
       return Promise.reject(err)
     }
     // A listener (evict, limit, breaker) may have closed this instance meanwhile.
     if (this._closed) return Promise.reject(closedError('a call'))
+    if (cost !== null) return admitCosting(this, ks, fn, key, timeoutMs, signal, retry, prio, cost, p)
     if (prio !== null) return admitPrio(this, ks, fn, key, timeoutMs, signal, retry, prio, p)
     if (retry !== null) return startRetrying(this, ks, fn, retry, timeoutMs, signal, p)
     if (p >= 0) {
@@ -252,6 +268,22 @@ class Resilix {
     return p
   }
 
+  /** `_acquire` on an instance with a quota: the call costs `cost` (lib/quota.js). */
+  _acquireCosting(ks, budgetMs, prio, cost) {
+    let p = acquireCost(ks, budgetMs, prio, cost)
+    if (p === STALE_HANDLE) {
+      this._keys.delete(ks.name)
+      const fresh = this._keyState(ks.name)
+      if (fresh === null) return REGISTRY_FULL
+      ks.handle = fresh.handle
+      ks.observed = -1
+      this._keys.set(ks.name, ks)
+      p = acquireCost(ks, budgetMs, prio, cost)
+    }
+    if (this._events.watching) this._events.observe(ks)
+    return p
+  }
+
   /** `_acquire` for a call that names a priority or a tenant (lib/levels.js). */
   _acquireAt(ks, budgetMs, prio) {
     let p = acquireAt(ks.handle, budgetMs, prio)
@@ -289,6 +321,46 @@ function admitPrio(rx, ks, fn, key, timeoutMs, signal, retry, prio, p) {
     return wait(call)
   }
   return Promise.reject(rx._events.rejected(p, key, ks, prio))
+}
+
+/** acquireCosting at the call's level (its tenant's rank asked first, as acquireAt does). */
+function acquireCost(ks, budgetMs, prio, cost) {
+  if (prio === null) return quota.acquireCosting(ks, budgetMs, DEFAULT_LEVEL, 0, cost, false)
+  if (prio.tenant !== undefined) {
+    const r = native.levelOf(ks.handle, prio.cls, prio.tenant)
+    if (r === STALE_HANDLE) return r
+    prio.level = r % LEVEL_SPAN
+    prio.id = (r - prio.level) / LEVEL_SPAN
+  }
+  return quota.acquireCosting(ks, budgetMs, prio.level, prio.id, cost, false)
+}
+
+/** `_admit`'s end on an instance with a quota: the call carries its cost (ADR 1100). */
+function admitCosting(rx, ks, fn, key, timeoutMs, signal, retry, prio, cost, p) {
+  if (retry !== null) {
+    if (p < 0 && p !== QUEUED && p !== QUOTA_WAIT) return Promise.reject(quota.rejection(rx, p, ks, prio, cost))
+    return startRetrying(rx, ks, fn, retry, timeoutMs, signal, p, prio, cost)
+  }
+  if (p >= 0) {
+    if (fn === null) {
+      const permit = new Permit(rx, ks, p)
+      permit._cost = cost
+      return Promise.resolve(permit)
+    }
+    if (prio === null && timeoutMs === undefined && signal === undefined && !diagnosed()) return runPlain(new QuotaCall(rx, ks, fn, cost), p)
+    const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
+    call._prio = prio
+    call._cost = cost
+    return runGuarded(call, p)
+  }
+  if (p === QUEUED || p === QUOTA_WAIT) {
+    const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
+    call._prio = prio
+    call._cost = cost
+    if (p === QUOTA_WAIT) call._permit = p
+    return wait(call)
+  }
+  return Promise.reject(quota.rejection(rx, p, ks, prio, cost))
 }
 
 /** The caller's signal aborted a call, or a retrying call's wait between attempts. */

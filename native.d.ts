@@ -104,6 +104,13 @@ export interface NativeOptions {
   throttleWindowMs?: number
   /** Default 0.9 (failsafe-go). */
   throttleMaxRejection?: number
+  /** Each key's quota, flat: `[cost, limit, windowMs]` per budget (ADR 1100); absent: none. */
+  quota?: Array<number>
+  /**
+   * Which header dimension each cost is: 0 none, 1 requests, 2 tokens, 3 input tokens,
+   * 4 output tokens.
+   */
+  quotaNames?: Array<number>
   /** The per-key retry budget: default 0.2 (Envoy, failsafe-go, Finagle). */
   retryBudgetRatio?: number
   /** Default 3 retries a second (Envoy's and failsafe-go's minimum of 3, as a rate). */
@@ -124,12 +131,25 @@ export interface NativePriorityCounts {
   sheddable: number
 }
 
+/** A quota's state: flat numbers, named by the JS layer. */
+export interface NativeQuotaStats {
+  /** `[cost, spent, limit, windowMs]` per budget. */
+  budgets: Array<number>
+  /** Calls waiting for budget. */
+  waiting: number
+  /** Cooldowns begun since the key was created. */
+  cooldowns: number
+  /** How long the key still cools down, ms. */
+  coolingMs: number
+}
+
 export interface NativeRejectionCounts {
   limit: number
   queue: number
   bulkhead: number
   breaker: number
   throttle: number
+  quota: number
 }
 
 /** One key's state, as `Resilix.stats(key)` reports it. */
@@ -170,6 +190,8 @@ export interface NativeStats {
   retries: number
   /** Retries its retry budget refused since the key was created. */
   retryBudgetRefusals: number
+  /** The key's quota, or null without one. */
+  quota?: NativeQuotaStats
 }
 
 export interface NativeVerdictCounts {
@@ -207,6 +229,22 @@ export interface QueueRefusalInfo {
   cause: string
   maxQueued: number
 }
+
+/** A call charged at `atMs` used `d0…d3` more than it was charged (less: a refund). */
+export declare function quotaAdjust(handle: number, atMs: number, d0: number, d1: number, d2: number, d3: number): number
+
+/** A call waiting for budget, of `c0…c3`, gave up: 1, or 0 when none waited. */
+export declare function quotaLeave(handle: number, c0: number, c1: number, c2: number, c3: number): number
+
+/**
+ * A response's rate-limit headers (`name: value` lines), for a call charged `c0…c3` at
+ * `atMs`; `refused`: the upstream answered 429. `wallNowMs`: `Date.now()`, for reset times
+ * written as dates. 1 when a cooldown began, else 0.
+ */
+export declare function quotaObserve(handle: number, headers: string, wallNowMs: number, refused: boolean, atMs: number, c0: number, c1: number, c2: number, c3: number): number
+
+/** A call charged `c0…c3` at `atMs` waited in the limiter's queue and starts now. */
+export declare function quotaRestamp(handle: number, atMs: number, c0: number, c1: number, c2: number, c3: number): number
 
 /** Resolves a key to its handle. Returns `REGISTRY_FULL` when every key is busy. */
 export declare function resolveKey(id: number, key: string): number
@@ -254,4 +292,8 @@ export interface WireCodes {
   ranks: number
   /** `levelOf` returns `level + levelSpan × tenant`. */
   levelSpan: number
+  quotaWait: number
+  quotaOversize: number
+  /** A quota budget's window when it names none, ms. */
+  quotaWindowMs: number
 }

@@ -1,7 +1,7 @@
 // resilix/undici: resilix as an undici interceptor. Needs undici 7 or newer (an optional peer
 // dependency: only this entry point's users need it).
 import type { Dispatcher } from 'undici'
-import type { Priority, Resilix, RetryOptions, Verdict } from './index.js'
+import type { Cost, Priority, Resilix, RetryOptions, Verdict } from './index.js'
 
 /** A response's status and headers (lower-case names), as `classify` and `mark` see them. */
 export interface ResponseHead {
@@ -70,6 +70,26 @@ export interface InterceptorOptions {
    * dispatch options (`undefined`: none), e.g. `(o) => o.headers?.['x-account']`. Default: none.
    */
   tenant?: string | ((options: Dispatcher.DispatchOptions) => string | undefined)
+  /**
+   * With a quota: each request's estimated cost, or a function of the dispatch options, e.g.
+   * `(o) => ({ tokens: estimate(o.body) })`. Default `{ requests: 1 }`. Needs an instance with a quota.
+   */
+  cost?: Cost | ((options: Dispatcher.DispatchOptions) => Cost | undefined)
+  /**
+   * With a quota: what a response really used, read from its body. `'openai'` reads OpenAI's
+   * `usage` (of a body, or of a stream's last event with `stream_options.include_usage`),
+   * `'anthropic'` Anthropic's (input tokens in `message_start`, output in `message_delta`); both
+   * as `tokens` (input + output), `inputTokens` and `outputTokens`, whichever the quota names.
+   * A function is given each event's data of an event stream, or the whole body (up to 1 MiB)
+   * of any other response, and returns a usage or `undefined`; what it returns, merged, settles
+   * the charge when the body ends. Default: none (the estimate stands).
+   */
+  usage?: 'openai' | 'anthropic' | ((text: string) => Cost | undefined)
+  /**
+   * With a quota: read each response's rate-limit headers and cool down after a 429 (see
+   * `QuotaBudget.pace`). Default `true`.
+   */
+  pace?: boolean
 }
 
 /**

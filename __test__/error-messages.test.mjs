@@ -32,7 +32,7 @@ test('an unknown option suggests the name resilix uses, for other libraries\' na
 
 test('unknown execute, acquire and interceptor options suggest too', async () => {
   const rx = new Resilix()
-  await rejectsWith(rx.execute(() => 1, { timeout: 100 }), TypeError, /unknown execute option timeout \(execute takes key, timeoutMs, signal, retry, priority, tenant\): did you mean timeoutMs\?/)
+  await rejectsWith(rx.execute(() => 1, { timeout: 100 }), TypeError, /unknown execute option timeout \(execute takes key, timeoutMs, signal, retry, priority, tenant, cost\): did you mean timeoutMs\?/)
   await rejectsWith(rx.acquire('k', { timeout: 100 }), TypeError, /unknown acquire option timeout .*did you mean timeoutMs\?/)
   throwsWith(() => interceptor(rx, { bodyTimeout: 5 }), TypeError, /unknown interceptor option bodyTimeout: did you mean bodyTimeoutMs\?/)
   throwsWith(() => interceptor(rx, { headersTimeout: 5 }), TypeError, /did you mean timeoutMs\? \(it runs to the response headers/)
@@ -80,7 +80,7 @@ test('acquire takes execute()\'s options object too: acquire({ key, timeoutMs, s
   d.release()
   assert.equal(rx.stats('api').inflight, 0)
   await rejectsWith(rx.acquire({ key: 'api' }, { timeoutMs: 5 }), TypeError, /acquire takes \(key, options\) or one object \{ key, timeoutMs, signal \}/)
-  await rejectsWith(rx.acquire({ kee: 'api' }), TypeError, /unknown acquire option kee \(acquire takes key, timeoutMs, signal, priority, tenant\): did you mean key\?/)
+  await rejectsWith(rx.acquire({ kee: 'api' }), TypeError, /unknown acquire option kee \(acquire takes key, timeoutMs, signal, priority, tenant, cost\): did you mean key\?/)
   await rejectsWith(rx.acquire('api', { key: 'api' }), TypeError, /unknown acquire option key .*the key is acquire's first argument, acquire\(key, \{ timeoutMs \}\), or pass one object, acquire\(\{ key, timeoutMs \}\)/)
   const hostile = new Proxy({}, { ownKeys() { throw new Error('trap') } })
   await assert.rejects(rx.acquire(hostile), /trap/, 'an options object that throws rejects, never throws')

@@ -62,6 +62,9 @@ function engineDefaults(text = read('engine/src/options.rs')) {
       if (value !== undefined && f[1] !== 'clock_offset_ns') out[prefix + camel(f[1])] = value
     }
   }
+  const w = /pub const DEFAULT_WINDOW_MS: u64 = ([\d_]+);/.exec(read('engine/src/quota.rs'))
+  assert.ok(w, 'engine/src/quota.rs states DEFAULT_WINDOW_MS')
+  out['quota.windowMs'] = Number(w[1].replace(/_/g, ''))
   return { ...out, ...retryDefaults() }
 }
 
@@ -83,7 +86,7 @@ function bindingDefaults(text = read('src/binding/options.rs')) {
 
 /** "Default N" / "Default `'x'`" of every documented property of index.d.ts's option interfaces. */
 function dtsDefaults(text = read('index.d.ts')) {
-  const ifaces = { ResilixOptions: '', QueueOptions: 'queue.', BreakerOptions: 'breaker.', BulkheadOptions: 'bulkhead.', ThrottleOptions: 'throttle.', RetryOptions: 'retry.', RetryBudgetOptions: 'retryBudget.' }
+  const ifaces = { ResilixOptions: '', QueueOptions: 'queue.', BreakerOptions: 'breaker.', BulkheadOptions: 'bulkhead.', ThrottleOptions: 'throttle.', RetryOptions: 'retry.', RetryBudgetOptions: 'retryBudget.', QuotaBudget: 'quota.' }
   const out = {}
   for (const [iface, prefix] of Object.entries(ifaces)) {
     const m = new RegExp(`export interface ${iface} \\{([\\s\\S]*?)\\n\\}`).exec(text)

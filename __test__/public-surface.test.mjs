@@ -17,7 +17,7 @@ test('error constructors take (reason, key) and (key, timeoutMs, queued = false)
 })
 
 test('error constructors refuse what the typings refuse, naming the argument', () => {
-  assert.throws(() => new RejectedError('oops'), /new RejectedError\(reason, key\): reason must be one of 'limit', 'queue', 'bulkhead', 'breaker', 'registry', 'throttle', got the string "oops"/)
+  assert.throws(() => new RejectedError('oops'), /new RejectedError\(reason, key\): reason must be one of 'limit', 'queue', 'bulkhead', 'breaker', 'registry', 'throttle', 'quota', got the string "oops"/)
   assert.throws(() => new RejectedError('breaker'), /key must be a string, got undefined/)
   assert.throws(() => new TimeoutError(300, 'api'), /new TimeoutError\(key, timeoutMs, queued = false\): key must be a string, got number/)
   assert.throws(() => new TimeoutError('api'), /timeoutMs must be a number of milliseconds above 0, got undefined/)
@@ -49,10 +49,10 @@ test('an unknown execute option rejects, naming it, as an unknown constructor op
   let ran = false
   const p = rx.execute(() => (ran = true), { key: 'k', tiemout: 5 })
   assert.ok(p instanceof Promise, 'a rejected promise, not a synchronous throw')
-  await assert.rejects(p, (e) => e instanceof TypeError && /unknown execute option tiemout \(execute takes key, timeoutMs, signal, retry, priority, tenant\)/.test(e.message))
+  await assert.rejects(p, (e) => e instanceof TypeError && /unknown execute option tiemout \(execute takes key, timeoutMs, signal, retry, priority, tenant, cost\)/.test(e.message))
   assert.equal(ran, false)
   assert.equal(rx.stats('k'), undefined, 'nothing was acquired')
-  await assert.rejects(rx.acquire('k', { key: 'k' }), /unknown acquire option key \(acquire takes timeoutMs, signal, priority, tenant\)/)
+  await assert.rejects(rx.acquire('k', { key: 'k' }), /unknown acquire option key \(acquire takes timeoutMs, signal, priority, tenant, cost\)/)
   assert.throws(() => new Resilix({ tiemoutMs: 5 }), /unknown option tiemoutMs/)
   // Known options, even undefined ones, pass.
   assert.equal(await rx.execute(() => 2, { key: 'k', timeoutMs: undefined, signal: undefined }), 2)

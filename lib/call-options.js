@@ -9,7 +9,7 @@ const { didYouMean } = require('./suggest')
 const { callRetry } = require('./retry-options')
 const { priorityOption, tenantOption, Prio } = require('./levels')
 
-const parsed = { key: 'default', timeoutMs: undefined, signal: undefined, aborted: false, retry: null, prio: null, error: null }
+const parsed = { key: 'default', timeoutMs: undefined, signal: undefined, aborted: false, retry: null, prio: null, cost: undefined, error: null }
 
 /**
  * Reads `opts` into `parsed`; false (with `parsed.error`) when they are bad. `execute`: the
@@ -24,6 +24,7 @@ function readCallOptions(opts, execute, timeoutMs, retry) {
   parsed.aborted = false
   parsed.retry = retry
   parsed.prio = null
+  parsed.cost = undefined
   try {
     if (opts === null || typeof opts !== 'object') {
       throw new TypeError(`resilix: ${what} options must be an object, got ${describe(opts)}`)
@@ -43,6 +44,7 @@ function readCallOptions(opts, execute, timeoutMs, retry) {
       parsed.aborted = checkSignal(signal, what)
       parsed.signal = signal
     }
+    parsed.cost = opts.cost
     const priority = opts.priority
     const tenant = opts.tenant
     if (priority !== undefined || tenant !== undefined) {
@@ -83,14 +85,14 @@ function acquireObject(o, opts) {
   }
   for (const k in o) if (!ACQUIRE_OBJECT.includes(k)) throw unknownOption('acquire', k, true)
   const key = o.key
-  return [key === undefined ? 'default' : key, { timeoutMs: o.timeoutMs, signal: o.signal, priority: o.priority, tenant: o.tenant }]
+  return [key === undefined ? 'default' : key, { timeoutMs: o.timeoutMs, signal: o.signal, priority: o.priority, tenant: o.tenant, cost: o.cost }]
 }
 
-const ACQUIRE_OBJECT = ['key', 'timeoutMs', 'signal', 'priority', 'tenant']
+const ACQUIRE_OBJECT = ['key', 'timeoutMs', 'signal', 'priority', 'tenant', 'cost']
 const PRIORITY_NORMAL = require('./native').PRIORITIES.indexOf('normal')
 
 function unknownOption(what, name, takesKey) {
-  const takes = what === 'execute' ? ['key', 'timeoutMs', 'signal', 'retry', 'priority', 'tenant'] : takesKey ? ACQUIRE_OBJECT : ['timeoutMs', 'signal', 'priority', 'tenant']
+  const takes = what === 'execute' ? ['key', 'timeoutMs', 'signal', 'retry', 'priority', 'tenant', 'cost'] : takesKey ? ACQUIRE_OBJECT : ['timeoutMs', 'signal', 'priority', 'tenant', 'cost']
   const hint =
     !takesKey && name === 'key'
       ? ': the key is acquire\'s first argument, acquire(key, { timeoutMs }), or pass one object, acquire({ key, timeoutMs })'

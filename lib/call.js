@@ -7,7 +7,7 @@
 // methods: each call site calls one known function, whichever class the call is.
 
 const { AsyncResource } = require('node:async_hooks')
-const { native, clockCell } = require('./native')
+const { native, clockCell, QUOTA_WAIT } = require('./native')
 const { TimeoutError } = require('./errors')
 const V = require('./verdicts')
 const { custom } = require('./classify')
@@ -17,6 +17,7 @@ const { enqueue, admitNext, leave, leaveEngine } = require('./queue')
 const { Permit } = require('./permit')
 const { stuckAfterMs, warnSelfWait } = require('./lifetime')
 const diag = require('./diagnostics')
+const quota = require('./quota')
 
 // States of a call.
 const WAITING = 0 // in the key's queue
@@ -74,6 +75,22 @@ class Call {
     const t = this._timing // a GuardedCall's (lib/diagnostics.js); a plain call has none
     if (t) diag.marked(t)
   }
+
+  /**
+   * With a quota: what the call really used, e.g. `{ tokens: usage.total_tokens }`. The
+   * difference from its `cost` is refunded or charged; may be called after the call settled.
+   */
+  charge(usage) {
+    quota.charge(this, usage)
+  }
+}
+
+/** A plain call on an instance with a quota: its cost, for `charge` and the headers. */
+class QuotaCall extends Call {
+  constructor(rx, ks, fn, cost) {
+    super(rx, ks, fn, undefined, undefined)
+    this._cost = cost
+  }
 }
 
 /**
@@ -108,6 +125,8 @@ class GuardedCall extends Call {
     this._timing = diag.timing()
     // a retrying call's policy (its first attempt) or its RetryState (lib/retry.js), else null
     this._retry = null
+    // with a quota, what it costs (lib/quota.js), else null
+    this._cost = null
   }
 }
 
@@ -136,11 +155,13 @@ async function runPlain(call, permit) {
   try {
     v = await runFn(call)
   } catch (err) {
+    if (call._cost !== undefined && call._rx._quota.pace) quota.observe(call, err)
     finish(call, verdictOfError(call, err))
     // As on the guarded path (fnDone): a classify that throws rejects with its own error.
     if (call._classifyError !== undefined) throw call._classifyError
     throw err
   }
+  if (call._cost !== undefined && call._rx._quota.pace) quota.observe(call, v)
   finish(call, verdictOfValue(call, v))
   if (call._classifyError !== undefined) throw call._classifyError
   return v
@@ -196,7 +217,11 @@ function linkSignal(call, running) {
     if (running) {
       settle(call._rx, call._ks, call._permit, V.CANCELLED)
       if (call._timing !== null) diag.settled(call._rx, call.key, V.CANCELLED, call._timing, false)
-    } else leaveEngine(call)
+    } else if (call._permit === QUOTA_WAIT) quota.leaveEngine(call)
+    else {
+      leaveEngine(call)
+      if (call._cost !== null) quota.refund(call._ks, call._cost)
+    }
     return err
   }
   return undefined
@@ -209,7 +234,8 @@ function launch(call, running) {
   else {
     // Keep the caller's async context for when fn runs later (p-limit #71).
     call._asyncResource = new AsyncResource('resilix.queued')
-    enqueue(call._ks, call)
+    if (call._permit === QUOTA_WAIT) quota.enqueue(call)
+    else enqueue(call._ks, call)
   }
 }
 
@@ -228,7 +254,9 @@ function start(call) {
     detach(call)
     call._state = DONE
     call._answered = true
-    call._resolve(new Permit(call._rx, call._ks, call._permit, call._timing))
+    const permit = new Permit(call._rx, call._ks, call._permit, call._timing)
+    if (call._cost !== null) permit._cost = call._cost
+    call._resolve(permit)
     return
   }
   let r
@@ -268,6 +296,7 @@ function fnDone(call, ok, x) {
   else verdict = ok ? verdictOfValue(call, x) : verdictOfError(call, x)
   detach(call)
   call._state = DONE
+  if (call._cost !== null && call._rx._quota.pace) quota.observe(call, x)
   // The caller first: resolving runs no user code now, and the settle below may start woken
   // calls, whose own failures must never leave this caller unanswered. An attempt of a
   // retrying call that did not succeed is decided once settled (lib/retry.js).
@@ -330,27 +359,45 @@ function wake(rx, ks) {
         }
       }
       if ((call = admitNext(ks)) === null) break
-      if (call._permit >= 0) {
-        call._state = RUNNING
-        if (call._timing !== null) diag.started(call._timing)
-        const ar = call._asyncResource
-        call._asyncResource = null
-        ar.runInAsyncScope(start, null, call)
-        ar.emitDestroy()
-      } else {
-        detach(call)
-        call._state = DONE
-        const err = rx._events.rejected(call._permit, ks.name, undefined, call._prio)
-        // A retry refused by our own policies is not sent: its call ends with the attempt before.
-        if (call._retry !== null && !call._retry.first) {
-          call._answered = true
-          retryHooks.refused(call)
-        } else answer(call, err)
-      }
+      if (call._permit >= 0) startWaiter(call)
+      else refuseWaiter(call, rx._events.rejected(call._permit, ks.name, undefined, call._prio))
     }
   } finally {
     ks.waking = false
   }
+}
+
+/** A waiter got its permit: its fn runs in the caller's async context. */
+function startWaiter(call) {
+  call._state = RUNNING
+  if (call._timing !== null) diag.started(call._timing)
+  const ar = call._asyncResource
+  call._asyncResource = null
+  ar.runInAsyncScope(start, null, call)
+  ar.emitDestroy()
+}
+
+/** A waiter refused by our own policies. */
+function refuseWaiter(call, err) {
+  detach(call)
+  call._state = DONE
+  // A retry refused by our own policies is not sent: its call ends with the attempt before.
+  if (call._retry !== null && !call._retry.first) {
+    call._answered = true
+    retryHooks.refused(call)
+  } else answer(call, err)
+}
+
+// A waiter for budget (lib/quota.js) was let through: it runs, or waits for a slot.
+quota.hooks.admitted = (call, p) => {
+  if (p >= 0) startWaiter(call)
+  else {
+    call._permit = -1
+    enqueue(call._ks, call)
+  }
+}
+quota.hooks.refused = (call, p) => {
+  refuseWaiter(call, quota.rejection(call._rx, p, call._ks, call._prio, call._cost))
 }
 
 // ---- ending early: deadline, caller abort, close -----------------------------------------------
@@ -441,7 +488,7 @@ const deadlines = new Deadlines(expire)
 const retryHooks = { attemptEnded: null, refused: null, record: null }
 
 module.exports = {
-  Call, GuardedCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted,
+  Call, GuardedCall, QuotaCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted,
   // a retrying call's attempts (lib/retry.js)
   runFn, finish, verdictOfValue, verdictOfError, guardAttempt, retryHooks, RUNNING,
 }

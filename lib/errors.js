@@ -14,6 +14,7 @@ const REASON_TEXT = {
   breaker: 'the circuit breaker is open',
   registry: 'the key registry is full of busy keys (maxKeys)',
   throttle: 'the upstream answers most calls as overloaded (429/503), and the adaptive throttle refused this one locally',
+  quota: 'the quota has no budget for it',
 }
 
 // The constructors are public (users build these errors in their own tests): arguments are
@@ -28,13 +29,13 @@ class RejectedError extends Error {
   /** `detail`: optional, why the policy refused (appended to the message). */
   constructor(reason, key, detail) {
     if (typeof reason !== 'string' || !Object.hasOwn(REASON_TEXT, reason)) {
-      throw argError('RejectedError(reason, key)', "reason must be one of 'limit', 'queue', 'bulkhead', 'breaker', 'registry', 'throttle'", reason)
+      throw argError('RejectedError(reason, key)', "reason must be one of 'limit', 'queue', 'bulkhead', 'breaker', 'registry', 'throttle', 'quota'", reason)
     }
     if (typeof key !== 'string') throw argError('RejectedError(reason, key)', 'key must be a string', key)
     if (detail !== undefined && typeof detail !== 'string') throw argError('RejectedError(reason, key, detail)', 'detail must be a string', detail)
     super(`resilix: call to "${key}" rejected: ${REASON_TEXT[reason]}${detail ? `: ${detail}` : ''}`)
     this.name = 'RejectedError'
-    /** 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' | 'throttle' */
+    /** 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' | 'throttle' | 'quota' */
     this.reason = reason
     this.key = key
   }

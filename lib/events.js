@@ -82,9 +82,9 @@ class Emitter {
    * state, to say why its queue refused (a second native call, on the refusal path only).
    * `prio`: the call's priority and tenant (lib/levels.js), null or undefined for none.
    */
-  rejected(code, key, ks, prio) {
+  rejected(code, key, ks, prio, why) {
     const reason = REASONS[REJECTED_BASE - code]
-    let detail = reason === 'queue' && ks !== undefined ? queueDetail(ks) : undefined
+    let detail = why ?? (reason === 'queue' && ks !== undefined ? queueDetail(ks) : undefined)
     if (detail !== undefined && prio != null) detail += ` (priority ${PRIORITIES[prio.cls]})`
     const err = new RejectedError(reason, key, detail)
     if (this.has('reject')) {

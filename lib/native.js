@@ -8,9 +8,10 @@ const codes = native.wireCodes()
 module.exports = {
   native,
   /**
-   * A Float64Array of two (src/binding/hot.rs): [0] the engine's clock in ms as of the latest
+   * A Float64Array of three (src/binding/hot.rs): [0] the engine's clock in ms as of the latest
    * `acquire` on this thread (deadlines start from it, so a timed call reads no clock of its
-   * own); [1] written here, the engine time from which this thread is stalled (lib/deadlines.js).
+   * own); [1] written here, the engine time from which this thread is stalled (lib/deadlines.js);
+   * [2] the engine time at which a call told QUOTA_WAIT may ask again (lib/quota.js).
    */
   clockCell: native.clockCell,
   QUEUED: codes.queued,
@@ -40,6 +41,12 @@ module.exports = {
   RANKS: codes.ranks,
   /** `levelOf` returns `level + LEVEL_SPAN × tenant`. */
   LEVEL_SPAN: codes.levelSpan,
+  /** acquireCosting: wait for budget (the time to ask again is clockCell[2]). */
+  QUOTA_WAIT: codes.quotaWait,
+  /** acquireCosting: the call costs more than a whole budget. */
+  QUOTA_OVERSIZE: codes.quotaOversize,
+  /** A quota budget's window when it names none, ms (the engine's default). */
+  QUOTA_WINDOW_MS: codes.quotaWindowMs,
 }
 /** The level of a call that names no priority and no tenant (normal). */
 module.exports.DEFAULT_LEVEL = codes.priorities.indexOf('normal') * codes.ranks + codes.ranks - 1

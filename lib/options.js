@@ -14,7 +14,7 @@ const BREAKER_NUMBERS = [
 const THROTTLE_NUMBERS = ['multiplier', 'windowMs', 'maxRejection']
 const TOP_LEVEL = new Set([
   'limiter', 'algorithm', 'queue', 'breaker', 'bulkhead', 'throttle', 'timeoutMs', 'classify', 'maxKeys', 'maxKeyLength', 'seed',
-  'retry', 'retryBudget',
+  'retry', 'retryBudget', 'quota',
   ...LIMITER_NUMBERS,
 ])
 const ALGORITHMS = ['vegas', 'gradient2', 'aimd', 'fixed']
@@ -64,14 +64,14 @@ function checkKnown(obj, known, prefix) {
  */
 function unknownExecuteOption(opts) {
   for (const k in opts) {
-    if (k !== 'key' && k !== 'timeoutMs' && k !== 'signal' && k !== 'retry' && k !== 'priority' && k !== 'tenant') return k
+    if (k !== 'key' && k !== 'timeoutMs' && k !== 'signal' && k !== 'retry' && k !== 'priority' && k !== 'tenant' && k !== 'cost') return k
   }
   return undefined
 }
 
 /** The same for acquire(), which takes the key as its first argument. */
 function unknownAcquireOption(opts) {
-  for (const k in opts) if (k !== 'timeoutMs' && k !== 'signal' && k !== 'priority' && k !== 'tenant') return k
+  for (const k in opts) if (k !== 'timeoutMs' && k !== 'signal' && k !== 'priority' && k !== 'tenant' && k !== 'cost') return k
   return undefined
 }
 
@@ -176,7 +176,13 @@ function normalize(options) {
   const { instanceRetry, budgetOptions } = require('./retry-options')
   budgetOptions(options.retryBudget, native)
   const retry = instanceRetry(options.retry)
-  return { native, timeoutMs: timeoutOption('timeoutMs', options.timeoutMs), classify, seed, retry }
+  let quota = null
+  if (options.quota !== undefined) {
+    quota = require('./quota').quotaOption(options.quota)
+    native.quota = quota.native
+    native.quotaNames = quota.nativeNames
+  }
+  return { native, timeoutMs: timeoutOption('timeoutMs', options.timeoutMs), classify, seed, retry, quota }
 }
 
 module.exports = { normalize, timeoutOption, describe, isResilix, unknownExecuteOption, unknownAcquireOption, ALGORITHMS, MAX_TIMEOUT_MS }

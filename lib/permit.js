@@ -5,6 +5,7 @@ const { native } = require('./native')
 const V = require('./verdicts')
 const { describe } = require('./options')
 const diag = require('./diagnostics')
+const quota = require('./quota')
 
 // A permit collected unreleased releases itself as 'cancelled' and warns with its key (once per
 // key), so a forgotten release() cannot hold a slot for good (ADR 0605).
@@ -33,6 +34,8 @@ class Permit {
     this._permit = permit
     this._marked = false
     this._markFn = null
+    /** With a quota: what the call costs (lib/quota.js). */
+    this._cost = null
     this._cell = { rx, ks, permit, released: false, timing }
     dropped.register(this, this._cell)
   }
@@ -68,6 +71,14 @@ class Permit {
     this._cell.released = true
     this._rx._settle(this._ks, this._permit, code)
     if (this._cell.timing !== null) diag.settled(this._rx, this.key, code, this._cell.timing, false)
+  }
+
+  /**
+   * With a quota: what the call really used, e.g. `{ tokens: usage.total_tokens }`; the
+   * difference from its `cost` is refunded or charged. May be called after release().
+   */
+  charge(usage) {
+    quota.charge(this, usage)
   }
 
   /** True once released. */

@@ -8,8 +8,9 @@
 // decisions use; every exit from this list tells the engine (admitQueued or leaveQueue), so
 // the two never drift apart.
 
-const { native, KEEP_WAITING, STALE_HANDLE, DEFAULT_LEVEL } = require('./native')
+const { native, KEEP_WAITING, STALE_HANDLE, DEFAULT_LEVEL, QUOTA_WAIT } = require('./native')
 const { LEVELS } = require('./levels')
+const quota = require('./quota')
 
 /** A waiter's level: its priority class and tenant rank (lib/levels.js). */
 function levelOf(call) {
@@ -76,13 +77,23 @@ function admitNext(ks) {
   if (p === KEEP_WAITING || p === STALE_HANDLE) return null
   unqueue(ks, call)
   call._permit = p
+  // A call charged by a quota: counted from now if it runs, refunded if refused (ADR 1100).
+  const cost = call._cost
+  if (cost !== null && cost !== undefined) {
+    if (p >= 0) quota.restamp(ks, cost)
+    else quota.refund(ks, cost)
+  }
   return call
 }
 
 /** A waiter gives up (deadline, abort, close): out of the list and of the engine's count. */
 function leave(call) {
-  unqueue(call._ks, call)
-  leaveEngine(call)
+  if (call._permit === QUOTA_WAIT) quota.leave(call)
+  else {
+    unqueue(call._ks, call)
+    leaveEngine(call)
+    if (call._cost !== null && call._cost !== undefined) quota.refund(call._ks, call._cost)
+  }
   if (call._asyncResource !== null) {
     call._asyncResource.emitDestroy()
     call._asyncResource = null
@@ -95,4 +106,4 @@ function leaveEngine(call) {
   else native.leaveQueueAt(call._ks.handle, call._prio.level)
 }
 
-module.exports = { enqueue, admitNext, leave, leaveEngine }
+module.exports = { enqueue, admitNext, leave, leaveEngine, insert: enqueue, unlink: unqueue }

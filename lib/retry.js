@@ -6,7 +6,8 @@
 // reads Retry-After, keeps the one deadline, the caller's signal and close(), and answers with
 // exactly what the last attempt produced.
 
-const { native, clockCell, QUEUED, RETRY_REFUSED_BASE, RETRY_REFUSALS } = require('./native')
+const { native, clockCell, QUEUED, QUOTA_WAIT, RETRY_REFUSED_BASE, RETRY_REFUSALS } = require('./native')
+const { rejection } = require('./quota')
 const V = require('./verdicts')
 const { TimeoutError } = require('./errors')
 const { Call, GuardedCall, runGuarded, wait, runFn, finish, verdictOfValue, verdictOfError, guardAttempt, retryHooks, RUNNING } = require('./call')
@@ -38,8 +39,8 @@ function record(x, attempts) {
  * costs what a call without retries does: it holds the policy (`call._retry`), and a RetryState
  * is made only once an attempt did not succeed.
  */
-function startRetrying(rx, ks, fn, policy, timeoutMs, signal, p, prio = null) {
-  if (prio === null && p >= 0 && timeoutMs === undefined && signal === undefined && policy.attemptTimeoutMs === undefined && !diag.active()) {
+function startRetrying(rx, ks, fn, policy, timeoutMs, signal, p, prio = null, cost = null) {
+  if (prio === null && cost === null && p >= 0 && timeoutMs === undefined && signal === undefined && policy.attemptTimeoutMs === undefined && !diag.active()) {
     return runPlainRetrying(rx, ks, fn, policy, p)
   }
   if (p < 0 && p !== QUEUED) return Promise.reject(rx._events.rejected(p, ks.name, ks, prio)) // never retried
@@ -47,11 +48,14 @@ function startRetrying(rx, ks, fn, policy, timeoutMs, signal, p, prio = null) {
     const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
     call._retry = policy
     call._prio = prio
+    call._cost = cost
+    if (p === QUOTA_WAIT) call._permit = p
     return p >= 0 ? runGuarded(call, p) : wait(call)
   }
   // Attempts with their own deadline: the state from the first.
   const r = new RetryState(rx, ks, fn, policy, timeoutMs, clockCell[0], signal)
   r.prio = prio
+  r.cost = cost
   return new Promise((resolve, reject) => {
     r.resolve = resolve
     r.reject = reject
@@ -114,6 +118,8 @@ class RetryState {
     this.last = undefined
     /** Its priority and tenant (lib/levels.js), or null. */
     this.prio = null
+    /** With a quota, what each attempt costs (lib/quota.js), or null. */
+    this.cost = null
   }
 }
 
@@ -126,6 +132,7 @@ function attemptEnded(call, ok, x, verdict) {
     r.resolve = call._resolve
     r.reject = call._reject
     r.prio = call._prio
+    r.cost = call._cost
   }
   r.attempts++
   next(r, ok, x, verdict)
@@ -175,20 +182,23 @@ function afterBackoff(b) {
     if (left <= 0) return fail(r, new TimeoutError(ks.name, r.timeoutMs, false))
   }
   let p
+  // Every attempt pays the quota (ADR 1100).
+  const cost = r.cost === null ? null : r.cost.again()
   try {
-    p = rx._acquire(ks, left, r.prio)
+    p = cost === null ? rx._acquire(ks, left, r.prio) : rx._acquireCosting(ks, left, r.prio, cost)
   } catch (err) {
     return fail(r, err)
   }
   if (rx._closed) return fail(r, closedError('a call')) // by a listener
-  if (p >= 0 || p === QUEUED) return launch(r, p, left)
+  if (p >= 0 || p === QUEUED || p === QUOTA_WAIT) return launch(r, p, left, cost)
   // Refused at once by our own policies: not sent; the attempt before is the answer.
-  rx._events.rejected(p, ks.name, ks, r.prio)
+  if (cost === null) rx._events.rejected(p, ks.name, ks, r.prio)
+  else rejection(rx, p, ks, r.prio, cost)
   end(r, r.lastOk, r.last)
 }
 
 /** Starts an attempt holding `p` (or queued), `left` ms before the call's deadline. */
-function launch(r, p, left) {
+function launch(r, p, left, cost = r.cost) {
   let ms = left
   r.bounded = true
   const own = r.policy.attemptTimeoutMs
@@ -199,8 +209,10 @@ function launch(r, p, left) {
   const call = new GuardedCall(r.rx, r.ks, r.fn, ms, r.signal)
   call._retry = r
   call._prio = r.prio
+  call._cost = cost
   call._resolve = r.resolve
   call._reject = r.reject
+  if (p === QUOTA_WAIT) call._permit = p
   if (p >= 0) {
     call._permit = p
     call._state = RUNNING

@@ -1,7 +1,8 @@
 'use strict'
 // stats() as the public API reports it: the binding's object in the documented shape.
 
-function keyStats(key, s) {
+/** `quota`: the instance's (lib/quota.js), to name the budgets; null without one. */
+function keyStats(key, s, quota = null) {
   return {
     key,
     limit: s.limit ?? null,
@@ -22,7 +23,18 @@ function keyStats(key, s) {
     tenants: s.tenants,
     retries: s.retries,
     retryBudgetRefusals: s.retryBudgetRefusals,
+    quota: quota === null || s.quota == null ? null : quotaStats(quota, s.quota),
   }
+}
+
+/** `{ budgets: [{ name, windowMs, limit, spent }], waiting, cooldowns, coolingMs }`. */
+function quotaStats(quota, q) {
+  const budgets = []
+  const b = q.budgets
+  for (let i = 0; i + 3 < b.length; i += 4) {
+    budgets.push({ name: quota.names[b[i]], windowMs: b[i + 3], limit: b[i + 2], spent: b[i + 1] })
+  }
+  return { budgets, waiting: q.waiting, cooldowns: q.cooldowns, coolingMs: q.coolingMs }
 }
 
 /** `{ [key]: KeyStats }` with every key an own property: `__proto__` included. */

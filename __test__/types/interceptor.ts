@@ -22,6 +22,11 @@ interceptor(rx, { mark: markBy })
 new Agent().compose(interceptor(rx, { retry: { attempts: 2, retryOn: ['overload'] }, retryMethods: ['GET', 'PUT'] }))
 interceptor(rx, { priority: (o) => (o.path.startsWith('/admin') ? 'critical' : undefined), tenant: (o) => o.origin?.toString() })
 interceptor(rx, { priority: 'sheddable', tenant: 'batch-jobs' })
+const withQuota = new Resilix({ quota: { requests: 50, inputTokens: 40_000, outputTokens: 8_000 } })
+interceptor(withQuota, { cost: (o) => ({ inputTokens: Number(o.headers && !Array.isArray(o.headers) ? 1 : 0) }), usage: 'anthropic', pace: true })
+interceptor(withQuota, { cost: { tokens: 100 }, usage: (text) => (text.includes('usage') ? { tokens: 1 } : undefined) })
+// @ts-expect-error: no such usage reader
+interceptor(withQuota, { usage: 'mistral' })
 // @ts-expect-error: not a priority
 interceptor(rx, { priority: 'urgent' })
 // @ts-expect-error: retryMethods is a list of method names

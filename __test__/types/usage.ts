@@ -1,7 +1,7 @@
 // Type-checked by `npm test` (tsc --noEmit, strict). Each @ts-expect-error line must be an error:
 // if the typings ever accept it, tsc fails on the unused directive.
 import { Resilix, RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError, attemptsOf } from '../../index.js'
-import type { KeyStats, Verdict, ResilixOptions, Permit, Subscription, RetryOptions, RetryEvent, Priority } from '../../index.js'
+import type { KeyStats, Verdict, ResilixOptions, Permit, Subscription, RetryOptions, RetryEvent, Priority, Cost, QuotaBudget, QuotaStats, RejectReason } from '../../index.js'
 
 const rx = new Resilix({
   algorithm: 'gradient2',
@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   } catch (e) {
     const rejected = findRejectedError(e)
     if (rejected !== undefined) {
-      const r: 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' | 'throttle' = rejected.reason
+      const r: 'limit' | 'queue' | 'bulkhead' | 'breaker' | 'registry' | 'throttle' | 'quota' = rejected.reason
       console.log(r)
     }
     if (isRejectedError(e)) console.log(e.message)
@@ -79,6 +79,22 @@ async function main(): Promise<void> {
   void waitingCritical
   void shedSheddable
   void tenants
+  // Quotas: budgets per window, a call's cost, its settled usage, the stats.
+  const llm = new Resilix({ quota: [{ requests: 500, tokens: 200_000, windowMs: 60_000, pace: true }, { requests: 10_000, windowMs: 86_400_000 }] })
+  const cost: Cost = { tokens: 1200 }
+  await llm.execute((ctx) => ctx.charge({ tokens: 900 }), { key: 'llm', cost })
+  const lease = await llm.acquire('llm', { cost: { tokens: 10 } })
+  lease.release()
+  lease.charge({ tokens: 3 })
+  const q: QuotaStats | null | undefined = llm.stats('llm')?.quota
+  const spent: number | undefined = q?.budgets[0].spent
+  const budget: QuotaBudget = { inputTokens: 40_000, outputTokens: 8_000 }
+  new Resilix({ quota: budget })
+  const refusedForQuota: number | undefined = llm.stats('llm')?.rejections.quota
+  const why: RejectReason = 'quota'
+  console.log(spent, refusedForQuota, why)
+  // @ts-expect-error a budget is a number of calls or tokens
+  new Resilix({ quota: { tokens: '200k' } })
   const retried: number | undefined = retrying.stats('k')?.retries
   const refusedByBudget: number | undefined = retrying.stats('k')?.retryBudgetRefusals
   const attempts: number | undefined = attemptsOf(new Error('x'))

@@ -19,7 +19,7 @@ import { existsSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { work, RESILIX, PEERS, resilixRun, loadResilix, sequential, concurrent, clock, subscribeToCalls } from './contenders.mjs'
+import { work, RESILIX, CALL_OPTIONS, PEERS, resilixRun, loadResilix, sequential, concurrent, clock, subscribeToCalls } from './contenders.mjs'
 import { nodeVersions } from '../../scripts/node-versions.mjs'
 
 const self = fileURLToPath(import.meta.url)
@@ -48,7 +48,7 @@ else await parent()
 async function child({ kase, lib, wall, sizes }) {
   const now = clock(wall)
   if (kase.subscribed) subscribeToCalls()
-  const run = kase.resilix ? resilixRun(loadResilix(lib), RESILIX[kase.resilix]) : await PEERS[kase.peer].make()
+  const run = kase.resilix ? resilixRun(loadResilix(lib), RESILIX[kase.resilix], CALL_OPTIONS[kase.resilix]) : await PEERS[kase.peer].make()
   // The bare loop is its own function so that the case's loop sees one callee only.
   const bare = async (n) => {
     for (let i = 0; i < n; i++) await work()
@@ -106,8 +106,10 @@ function cases(baseline) {
     { ...rx('resilix, defaults + a diagnostics_channel subscriber', 'defaultsObserved'), subscribed: true },
     { ...rx('resilix, defaults + `retry: true` (succeeds at once)', 'defaultsRetry'), retry: true },
     { ...rx('resilix, defaults + `timeoutMs` + `retry: true` (succeeds at once)', 'defaultsTimedRetry'), retry: true },
+    { ...rx('resilix, defaults + a quota', 'defaultsQuota'), quota: true },
+    { ...rx('resilix, defaults + a quota, each call naming its cost', 'defaultsQuotaCost'), quota: true },
   ]
-  const base = baseline ? own.filter((c) => c.resilix && !c.subscribed && !c.retry).map((c) => ({ ...c, label: `BASELINE ${c.label}`, lib: baseline })) : []
+  const base = baseline ? own.filter((c) => c.resilix && !c.subscribed && !c.retry && !c.quota).map((c) => ({ ...c, label: `BASELINE ${c.label}`, lib: baseline })) : []
   return [...own, ...base]
 }
 
@@ -181,6 +183,12 @@ function report(node, list, results) {
       line('defaults with `retry: true`, succeeding at once / without (overhead)', `${re.toFixed(2)}×`, '≤ 1.1×', re <= 1.1)
       const rt = ratio(rx('defaultsTimedRetry'), rx('defaultsTimed'))
       line('defaults + `timeoutMs` with `retry: true` / without (overhead)', `${rt.toFixed(2)}×`, '≤ 1.1×', rt <= 1.1)
+    }
+    if (rx('defaultsQuota')) {
+      const q = rx('defaultsQuota').overhead - rx('defaults').overhead
+      line('defaults with a quota / without (added ns per call)', `${q.toFixed(0)} ns`, '≤ 100 ns', q <= 100)
+      const qc = rx('defaultsQuotaCost').overhead - rx('defaults').overhead
+      line('defaults with a quota, the call naming its cost / without (added ns per call)', `${qc.toFixed(0)} ns`, '≤ 100 ns', qc <= 100)
     }
     const m = (r) => `${(r.callsPerSec / 1e6).toFixed(2)} M`
     for (const key of ['full', 'defaults', 'breakerOff']) {

@@ -25,7 +25,14 @@ export const RESILIX = {
   defaultsRetry: { initialLimit: 100, retry: true },
   /** The same with a deadline, against `defaultsTimed`. */
   defaultsTimedRetry: { initialLimit: 100, timeoutMs: 10_000, retry: true },
+  /** `defaults` with a quota that never runs out: a call that names no cost pays 1 request. */
+  defaultsQuota: { initialLimit: 100, quota: { requests: Number.MAX_SAFE_INTEGER } },
+  /** The same with a token budget, every call naming its cost (`CALL_OPTIONS`). */
+  defaultsQuotaCost: { initialLimit: 100, quota: { requests: Number.MAX_SAFE_INTEGER, tokens: Number.MAX_SAFE_INTEGER } },
 }
+
+/** The options of each call, for the cases that name any. */
+export const CALL_OPTIONS = { defaultsQuotaCost: { cost: { tokens: 1200 } } }
 
 /** A no-op subscriber on each per-call diagnostics channel (what a metrics helper costs, less its own work). */
 export function subscribeToCalls() {
@@ -33,8 +40,9 @@ export function subscribeToCalls() {
 }
 
 /** `run` for one fresh resilix instance: a function returning the promise of one call. */
-export function resilixRun(Resilix, options) {
+export function resilixRun(Resilix, options, callOptions) {
   const rx = new Resilix(options)
+  if (callOptions !== undefined) return () => rx.execute(work, callOptions)
   return () => rx.execute(work)
 }
 

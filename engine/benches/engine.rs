@@ -55,6 +55,7 @@ fn acquire_settle(c: &mut Criterion) {
                 }),
                 bulkhead: None,
                 throttle: None,
+                quota: None,
             },
         ),
     ];
@@ -159,6 +160,7 @@ fn queue(c: &mut Criterion) {
         }),
         bulkhead: None,
         throttle: None,
+        quota: None,
     };
     let (mut e, h) = engine(policies);
     let mut now = T0;

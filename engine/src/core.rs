@@ -3,7 +3,8 @@
 
 use crate::breaker::BreakerTransition;
 use crate::options::{OptionError, PolicyOptions, RegistryOptions};
-use crate::policy_set::{Acquired, KeyStats, StalePermit};
+use crate::policy_set::{Acquired, Costed, KeyStats, PolicySet, StalePermit};
+use crate::quota::Costs;
 use crate::registry::{KeyHandle, Registry, RegistryError, Resolved, StaleHandle};
 use crate::retry::{self, BudgetOptions, Decision, KeyView, RetryBudget, RetryPolicy, Settled};
 use crate::rng::SplitMix64;
@@ -161,6 +162,32 @@ impl Engine {
             .acquire_at(now, rng, budget_ns, level, tenant))
     }
 
+    /// Acquire on a key with a quota (see `PolicySet::acquire_costing`).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn acquire_costing(
+        &mut self,
+        key: KeyHandle,
+        now: Nanos,
+        budget_ns: u64,
+        level: u8,
+        tenant: u32,
+        costs: &Costs,
+        head: bool,
+    ) -> Result<Costed, StaleHandle> {
+        let rng = &mut self.rng;
+        Ok(self
+            .registry
+            .get_mut(key)?
+            .acquire_costing(now, rng, budget_ns, level, tenant, costs, head))
+    }
+
+    /// The policies of `key`, for the quota's less frequent operations (adjust, restamp,
+    /// leave, observe, stats).
+    pub fn policies_mut(&mut self, key: KeyHandle) -> Result<&mut PolicySet, StaleHandle> {
+        self.registry.get_mut(key)
+    }
+
     /// The level of a call of `priority` by `tenant` on `key` (see `PolicySet::level_of`).
     pub fn level_of(
         &mut self,
@@ -260,6 +287,29 @@ impl Engine {
 
     pub fn stats_by_name(&self, key: &str, now: Nanos) -> Option<KeyStats> {
         self.registry.find(key).map(|p| p.stats(now))
+    }
+
+    /// A key's quota, flat for the binding: `[cost, spent, limit, windowMs]` per budget, the
+    /// calls waiting for budget, cooldowns begun, and ns of cooldown left. `None`: no such
+    /// key, or no quota.
+    pub fn quota_stats_by_name(
+        &mut self,
+        key: &str,
+        now: Nanos,
+    ) -> Option<(Vec<f64>, u32, u64, u64)> {
+        let q = self.registry.find_mut(key)?.quota_mut()?;
+        let budgets = q
+            .spent(now)
+            .flat_map(|(c, spent, limit, window)| {
+                [
+                    c as f64,
+                    spent as f64,
+                    limit as f64,
+                    (window / 1_000_000) as f64,
+                ]
+            })
+            .collect();
+        Some((budgets, q.waiting(), q.cooldowns(), q.cooling_ns(now)))
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &str> {

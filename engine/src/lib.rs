@@ -11,6 +11,8 @@ pub mod permit;
 pub mod policy_set;
 pub mod priority;
 pub mod queue;
+pub mod quota;
+pub mod quota_headers;
 pub mod registry;
 pub mod retry;
 pub mod rng;
@@ -27,7 +29,7 @@ pub use options::{
     Algorithm, BreakerOptions, BulkheadOptions, LimiterOptions, OptionError, PolicyOptions,
     QueueOptions, RegistryOptions, ThrottleOptions,
 };
-pub use policy_set::{Acquired, KeyStats, PolicySet, RejectReason, StalePermit};
+pub use policy_set::{Acquired, Costed, KeyStats, PolicySet, RejectReason, StalePermit};
 pub use priority::{Priority, DEFAULT_LEVEL};
 pub use queue::QueueRefusal;
 pub use registry::{KeyHandle, RegistryError, Resolved, StaleHandle, Worth};

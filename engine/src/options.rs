@@ -200,6 +200,8 @@ pub struct PolicyOptions {
     pub limiter: Option<LimiterOptions>,
     pub bulkhead: Option<BulkheadOptions>,
     pub throttle: Option<ThrottleOptions>,
+    /// Budgets per window (ADR 1100). None by default: a quota is the upstream's, not ours.
+    pub quota: Option<crate::quota::QuotaOptions>,
 }
 
 impl Default for PolicyOptions {
@@ -209,6 +211,7 @@ impl Default for PolicyOptions {
             limiter: Some(LimiterOptions::default()),
             bulkhead: None,
             throttle: Some(ThrottleOptions::default()),
+            quota: None,
         }
     }
 }
@@ -421,6 +424,9 @@ impl PolicyOptions {
         }
         if let Some(b) = &self.bulkhead {
             b.validate()?;
+        }
+        if let Some(q) = &self.quota {
+            q.validate()?;
         }
         Ok(())
     }

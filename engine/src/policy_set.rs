@@ -1,5 +1,5 @@
 //! One key's policies, composed in this order, outermost first:
-//! breaker → throttle → limiter (+ queue) → bulkhead. The timeout lives in JS.
+//! breaker → quota → throttle → limiter (+ queue) → bulkhead. The timeout lives in JS.
 
 use crate::breaker::{Breaker, BreakerState, BreakerTransition};
 use crate::bulkhead::Bulkhead;
@@ -8,6 +8,7 @@ use crate::options::{Algorithm, PolicyOptions};
 use crate::permit::PermitSlab;
 use crate::priority::{class_of, Priority, DEFAULT_LEVEL, RANKS};
 use crate::queue::Admission;
+use crate::quota::{Costs, Quota, QuotaCheck, COSTS};
 use crate::rng::SplitMix64;
 use crate::tenants::Tenants;
 use crate::throttle::Throttle;
@@ -24,6 +25,8 @@ pub enum RejectReason {
     Registry = 5,
     /// The adaptive throttle refused it: the upstream refuses most calls as overloaded (ADR 1000).
     Throttle = 6,
+    /// The key's quota has no budget for it before its deadline, or ever (ADR 1100).
+    Quota = 7,
 }
 
 impl RejectReason {
@@ -35,6 +38,7 @@ impl RejectReason {
             RejectReason::Breaker => "breaker",
             RejectReason::Registry => "registry",
             RejectReason::Throttle => "throttle",
+            RejectReason::Quota => "quota",
         }
     }
 }
@@ -47,6 +51,17 @@ pub enum Acquired {
     /// Wait: the caller holds the waiter and calls `admit_queued` / `leave_queue`.
     Queued,
     Rejected(RejectReason),
+}
+
+/// The outcome of an acquire on a key with a quota.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Costed {
+    /// Past the quota (charged), or refused before it: as any acquire.
+    Now(Acquired),
+    /// Wait for budget until this time, then ask again as the head of the wait.
+    Wait(Nanos),
+    /// Its cost exceeds a dimension's whole budget: refused, it can never fit.
+    Oversize,
 }
 
 /// A settle that named no live permit: stale, double, or never issued. Accounting is untouched.
@@ -71,7 +86,7 @@ pub struct KeyStats {
     /// Settled calls by verdict, indexed by `Verdict as usize`.
     pub verdicts: [u64; 7],
     /// Refused calls by reason, indexed by `RejectReason as usize` (index 0 unused).
-    pub rejections: [u64; 7],
+    pub rejections: [u64; 8],
     /// The latency of the last observed call (start → mark, or start → settle), ns.
     pub last_latency_ns: u64,
     /// Calls released as stuck: their fn had not settled long after the caller's answer.
@@ -90,10 +105,12 @@ pub struct PolicySet {
     limiter: Option<Limiter>,
     bulkhead: Option<Bulkhead>,
     throttle: Throttle,
+    /// Boxed: a key without a quota pays one pointer (ADR 1100).
+    quota: Option<Box<Quota>>,
     algorithm: Option<Algorithm>,
     permits: PermitSlab,
     verdicts: [u64; 7],
-    rejections: [u64; 7],
+    rejections: [u64; 8],
     last_latency_ns: u64,
     stuck: u64,
     /// `'queue'` refusals by priority class (ADR 1001).
@@ -111,10 +128,11 @@ impl PolicySet {
             limiter: opts.limiter.as_ref().map(|l| Limiter::new(l, now)),
             bulkhead: opts.bulkhead.as_ref().map(Bulkhead::new),
             throttle: Throttle::new(opts.throttle.as_ref()),
+            quota: opts.quota.as_ref().map(|q| Box::new(Quota::new(q, now))),
             algorithm: opts.limiter.map(|l| l.algorithm),
             permits: PermitSlab::default(),
             verdicts: [0; 7],
-            rejections: [0; 7],
+            rejections: [0; 8],
             last_latency_ns: 0,
             stuck: 0,
             queue_refusals_by_priority: [0; 5],
@@ -157,6 +175,115 @@ impl PolicySet {
             }
         }
         a
+    }
+
+    /// Acquire on a key with a quota for a call that costs `costs`, as
+    /// [`acquire_at`](Self::acquire_at) past the quota. `head`: the oldest call waiting for
+    /// budget asks again (it leaves the wait unless told to wait more); a new call waits
+    /// behind every waiter. A call refused past the quota is refunded. A key without a quota
+    /// acquires as `acquire_at`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn acquire_costing(
+        &mut self,
+        now: Nanos,
+        rng: &mut SplitMix64,
+        budget_ns: u64,
+        level: u8,
+        tenant: u32,
+        costs: &Costs,
+        head: bool,
+    ) -> Costed {
+        let Some(q) = &mut self.quota else {
+            return Costed::Now(self.acquire_at(now, rng, budget_ns, level, tenant));
+        };
+        // Breaker first: an open breaker refuses without waiting for budget.
+        if self
+            .breaker
+            .as_ref()
+            .is_some_and(|b| b.state(now) == BreakerState::Open)
+        {
+            if head {
+                q.dequeue(costs);
+            }
+            self.rejections[RejectReason::Breaker as usize] += 1;
+            return Costed::Now(Acquired::Rejected(RejectReason::Breaker));
+        }
+        match q.check(now, costs, budget_ns, head) {
+            QuotaCheck::Take => {}
+            QuotaCheck::Wait(t) => {
+                if !head {
+                    q.enqueue(costs);
+                }
+                return Costed::Wait(t);
+            }
+            QuotaCheck::Refuse | QuotaCheck::Oversize => {
+                if head {
+                    q.dequeue(costs);
+                }
+                self.rejections[RejectReason::Quota as usize] += 1;
+                return if q.check(now, costs, u64::MAX, true) == QuotaCheck::Oversize {
+                    Costed::Oversize
+                } else {
+                    Costed::Now(Acquired::Rejected(RejectReason::Quota))
+                };
+            }
+        }
+        if head {
+            q.dequeue(costs);
+        }
+        q.take(now, costs);
+        let a = self.acquire_at(now, rng, budget_ns, level, tenant);
+        if let Acquired::Rejected(_) = a {
+            self.quota_refund(now, now, costs);
+        }
+        Costed::Now(a)
+    }
+
+    /// Refunds a call charged `costs` at `at` that was refused or left before running.
+    pub fn quota_refund(&mut self, now: Nanos, at: Nanos, costs: &Costs) {
+        let mut d = [0i64; COSTS];
+        for (d, c) in d.iter_mut().zip(costs) {
+            *d = -((*c).min(i64::MAX as u64) as i64);
+        }
+        self.quota_adjust(now, at, &d);
+    }
+
+    /// Settles the real usage of a call charged at `at`: `deltas` is usage less charge.
+    pub fn quota_adjust(&mut self, now: Nanos, at: Nanos, deltas: &[i64; COSTS]) {
+        if let Some(q) = &mut self.quota {
+            q.adjust(now, at, deltas);
+        }
+    }
+
+    /// A call charged `costs` at `at` waited in the limiter's queue and starts now: its charge
+    /// moves to now, when the upstream will count it.
+    pub fn quota_restamp(&mut self, now: Nanos, at: Nanos, costs: &Costs) {
+        if let Some(q) = &mut self.quota {
+            let mut d = [0i64; COSTS];
+            for (d, c) in d.iter_mut().zip(costs) {
+                *d = -((*c).min(i64::MAX as u64) as i64);
+            }
+            q.adjust(now, at, &d);
+            for (d, c) in d.iter_mut().zip(costs) {
+                *d = (*c).min(i64::MAX as u64) as i64;
+            }
+            q.adjust(now, now, &d);
+        }
+    }
+
+    /// A call waiting for budget gave up. `false` when none waited.
+    pub fn quota_leave(&mut self, costs: &Costs) -> bool {
+        self.quota.as_mut().is_some_and(|q| q.dequeue(costs))
+    }
+
+    /// The quota, if the key has one.
+    pub fn quota(&self) -> Option<&Quota> {
+        self.quota.as_deref()
+    }
+
+    /// The quota, if the key has one, to read headers into or report.
+    pub fn quota_mut(&mut self) -> Option<&mut Quota> {
+        self.quota.as_deref_mut()
     }
 
     /// The level of a call of `priority` by `tenant` (0: none): its class, ranked by the
@@ -458,7 +585,14 @@ impl PolicySet {
     /// Nothing in flight and nobody waiting: the registry may evict this key.
     #[inline]
     pub fn is_idle(&self) -> bool {
-        self.permits.live() == 0 && self.limiter.as_ref().is_none_or(|l| l.queued() == 0)
+        self.permits.live() == 0
+            && self.limiter.as_ref().is_none_or(|l| l.queued() == 0)
+            && self.quota.as_ref().is_none_or(|q| q.waiting() == 0)
+    }
+
+    /// The quota still counts charges at `now`: forgetting the key would forget them.
+    pub fn quota_holds(&self, now: Nanos) -> bool {
+        self.quota.as_ref().is_some_and(|q| q.holds(now))
     }
 
     pub fn stats(&self, now: Nanos) -> KeyStats {
@@ -492,6 +626,9 @@ impl PolicySet {
 
     /// Approximate heap bytes this key holds beyond its inline size.
     pub fn heap_bytes(&self) -> usize {
-        self.permits.heap_bytes() + self.tenants.heap_bytes() + self.throttle.heap_bytes()
+        self.permits.heap_bytes()
+            + self.tenants.heap_bytes()
+            + self.throttle.heap_bytes()
+            + self.quota.as_ref().map_or(0, |q| q.heap_bytes())
     }
 }

@@ -198,7 +198,7 @@ impl Registry {
         let mut i = self.tail;
         while i != NIL {
             let e = &self.entries[i as usize];
-            if e.policies.is_idle() {
+            if e.policies.is_idle() && !e.policies.quota_holds(now) {
                 match self.worth(&e.policies, now) {
                     Worth::Default => return Some(i),
                     Worth::Adapted => {
@@ -319,6 +319,12 @@ impl Registry {
         self.map
             .get(name)
             .map(|&i| &self.entries[i as usize].policies)
+    }
+
+    /// The policy set of a key by name, if alive, without touching its recency.
+    pub fn find_mut(&mut self, name: &str) -> Option<&mut PolicySet> {
+        let i = *self.map.get(name)?;
+        Some(&mut self.entries[i as usize].policies)
     }
 
     /// Live keys, most recently used first.

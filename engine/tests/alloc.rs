@@ -77,6 +77,7 @@ fn steady_state_allocates_nothing() {
         }),
         bulkhead: Some(BulkheadOptions { max_concurrent: 6 }),
         throttle: Some(ThrottleOptions::default()),
+        quota: None,
     };
     // The counter sees allocations made on this thread.
     let probe = allocs();

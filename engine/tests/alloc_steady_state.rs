@@ -33,6 +33,7 @@ fn engine(bulkhead: u32) -> Engine {
             max_concurrent: bulkhead,
         }),
         throttle: Some(ThrottleOptions::default()),
+        quota: None,
     };
     Engine::new(policies, RegistryOptions::default(), 7).unwrap()
 }

@@ -54,6 +54,7 @@ fn bulkhead_of_two_rejects_the_third_and_frees_on_release() {
         limiter: None,
         bulkhead: Some(BulkheadOptions { max_concurrent: 2 }),
         throttle: None,
+        quota: None,
     });
     let a = permit(e.acquire(h, ms(0)).unwrap());
     let _b = permit(e.acquire(h, ms(0)).unwrap());
@@ -78,6 +79,7 @@ fn bulkhead_releases_on_every_verdict() {
         limiter: None,
         bulkhead: Some(BulkheadOptions { max_concurrent: 1 }),
         throttle: None,
+        quota: None,
     });
     for v in Verdict::ALL {
         let id = permit(e.acquire(h, ms(0)).unwrap());
@@ -97,6 +99,7 @@ fn bulkhead_refusal_undoes_the_limiter_admission() {
         limiter: Some(fixed(10, None)),
         bulkhead: Some(BulkheadOptions { max_concurrent: 2 }),
         throttle: None,
+        quota: None,
     });
     permit(e.acquire(h, ms(0)).unwrap());
     permit(e.acquire(h, ms(0)).unwrap());
@@ -125,6 +128,7 @@ fn breaker_refusal_never_reaches_the_limiter() {
         limiter: Some(fixed(1, Some(QueueOptions::default()))),
         bulkhead: None,
         throttle: None,
+        quota: None,
     });
     for _ in 0..2 {
         let id = permit(e.acquire(h, ms(0)).unwrap());
@@ -155,6 +159,7 @@ fn bulkhead_refusal_gives_the_probe_back() {
         limiter: None,
         bulkhead: Some(BulkheadOptions { max_concurrent: 2 }),
         throttle: None,
+        quota: None,
     });
     let a = permit(e.acquire(h, ms(0)).unwrap()); // holds a bulkhead place throughout
     let b = permit(e.acquire(h, ms(0)).unwrap());
@@ -196,6 +201,7 @@ fn a_queued_call_gives_its_probe_place_back_and_asks_the_breaker_again() {
         limiter: Some(fixed(1, Some(QueueOptions::default()))),
         bulkhead: None,
         throttle: None,
+        quota: None,
     });
     let a = permit(e.acquire(h, ms(0)).unwrap()); // holds the only limiter slot
     let b = e.acquire(h, ms(0)).unwrap();
@@ -255,6 +261,7 @@ fn mark_decides_slowness_not_the_full_duration() {
         limiter: None,
         bulkhead: None,
         throttle: None,
+        quota: None,
     });
     // Streams: first token at 100 ms, body done at 45 s. Not slow.
     for i in 0..10 {
@@ -296,6 +303,7 @@ fn transitions_are_visible_through_the_engine() {
         limiter: None,
         bulkhead: None,
         throttle: None,
+        quota: None,
     });
     assert_eq!(e.breaker_transition(h).unwrap(), None);
     let id = permit(e.acquire(h, ms(0)).unwrap());
@@ -328,6 +336,7 @@ fn the_limiter_keeps_observing_while_the_breaker_is_closed_by_429s() {
         limiter: Some(fixed(4, None)),
         bulkhead: None,
         throttle: None,
+        quota: None,
     });
     for i in 0..1_000 {
         let id = permit(e.acquire(h, ms(i)).unwrap());
@@ -349,6 +358,7 @@ fn no_policy_at_all_still_accounts_permits() {
         limiter: None,
         bulkhead: None,
         throttle: None,
+        quota: None,
     });
     let ids: Vec<u64> = (0..100)
         .map(|_| permit(e.acquire(h, ms(0)).unwrap()))
@@ -379,6 +389,7 @@ fn rounds(queued: bool, mark: bool, run_ms: u64) -> BreakerState {
         limiter: Some(fixed(1, Some(QueueOptions::default()))),
         bulkhead: None,
         throttle: None,
+        quota: None,
     });
     let mut t = 0;
     for _ in 0..15 {
@@ -434,6 +445,7 @@ fn slow_calls_before_and_after_a_window(n: u64, after: u64) -> (bool, bool) {
         }),
         bulkhead: None,
         throttle: None,
+        quota: None,
     });
     let open = |e: &Engine, t| e.stats(h, t).unwrap().breaker == Some(BreakerState::Open);
     let slow = BreakerOptions::default().slow_call_ms + 1_000;

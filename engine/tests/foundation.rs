@@ -20,6 +20,7 @@ fn fixed(limit: u32, max_keys: u32) -> Engine {
         limiter: Some(limiter),
         bulkhead: None,
         throttle: None,
+        quota: None,
     };
     Engine::new(
         policies,

@@ -184,6 +184,7 @@ fn policies() -> impl Strategy<Value = PolicyOptions> {
             limiter,
             bulkhead,
             throttle: None,
+            quota: None,
         })
 }
 

@@ -28,6 +28,7 @@ fn engine(limit: u32, queue: Option<QueueOptions>, seed: u64) -> (Engine, KeyHan
         limiter: Some(lim),
         bulkhead: None,
         throttle: None,
+        quota: None,
     };
     let mut e = Engine::new(p, RegistryOptions::default(), seed).unwrap();
     let h = e.resolve("k", 0).unwrap().handle;

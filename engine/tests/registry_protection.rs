@@ -26,6 +26,7 @@ fn engine(algorithm: Algorithm, max_keys: u32) -> Engine {
         }),
         bulkhead: None,
         throttle: None,
+        quota: None,
     };
     let registry = RegistryOptions {
         max_keys,

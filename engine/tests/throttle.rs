@@ -28,6 +28,7 @@ fn only(t: ThrottleOptions) -> (Engine, KeyHandle) {
         limiter: None,
         bulkhead: None,
         throttle: Some(t),
+        quota: None,
     })
 }
 
@@ -56,6 +57,7 @@ fn a_key_without_overloads_is_never_decided_and_holds_no_window() {
             limiter: None,
             bulkhead: None,
             throttle,
+            quota: None,
         });
         for i in 0..10_000u64 {
             let v = [
@@ -269,6 +271,7 @@ fn the_breaker_is_asked_first_and_a_throttled_call_never_reaches_the_limiter() {
             queue: None,
             ..Default::default()
         }),
+        quota: None,
         bulkhead: None,
         throttle: Some(ThrottleOptions {
             multiplier: 1.0,
@@ -296,6 +299,7 @@ fn off_it_never_refuses_nor_allocates() {
         limiter: None,
         bulkhead: None,
         throttle: None,
+        quota: None,
     });
     run(&mut e, h, ms(0), Verdict::Success);
     let before = e.registry().get(h).unwrap().heap_bytes();

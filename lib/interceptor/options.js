@@ -9,7 +9,10 @@ const { isUrl } = require('../keys')
 const { callRetry } = require('../retry-options')
 const { priorityOption, tenantOption } = require('../levels')
 
-const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'mark', 'retry', 'retryMethods', 'priority', 'tenant'])
+const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'mark', 'retry', 'retryMethods', 'priority', 'tenant', 'cost', 'usage', 'pace'])
+
+/** The most body a `usage` function is shown of a response that is not an event stream. */
+const USAGE_BODY_BYTES = 1 << 20
 
 /** The methods RFC 9110 defines as idempotent: the only ones retried unless told otherwise. */
 const IDEMPOTENT = ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']
@@ -147,7 +150,85 @@ function interceptorSettings(rx, options) {
   const priorityOf = perRequest(options.priority, 'priority', priorityOption)
   const tenantOf = perRequest(options.tenant, 'tenant', tenantOption)
 
-  return { rx, keyOf, timeoutMs, bodyTimeoutMs, classify, markAt, retry, retryMethods: new Set(retryMethods), priorityOf, tenantOf }
+  const q = quotaSettings(rx, options)
+  return { rx, keyOf, timeoutMs, bodyTimeoutMs, classify, markAt, retry, retryMethods: new Set(retryMethods), priorityOf, tenantOf, ...q }
+}
+
+/**
+ * With a quota (ADR 1100): `costOf(opts)`, a request's estimate; `usageOf(text)`, its usage
+ * from a body or an event; `pace`, read the rate-limit headers (default true). Each needs an
+ * instance with a quota.
+ */
+function quotaSettings(rx, options) {
+  const { cost, usage, pace } = options
+  if (rx._quota === null && (cost !== undefined || usage !== undefined || pace !== undefined)) {
+    const which = cost !== undefined ? 'cost' : usage !== undefined ? 'usage' : 'pace'
+    throw new TypeError(`resilix/undici: option ${which} needs an instance with a quota, e.g. new Resilix({ quota: { requests: 500, tokens: 200000 } })`)
+  }
+  let costOf = null
+  if (typeof cost === 'function') costOf = cost
+  else if (cost !== undefined && cost !== null && typeof cost === 'object') costOf = () => cost
+  else if (cost !== undefined) {
+    throw new TypeError(`resilix/undici: option cost must be an object such as { tokens: 1000 } or a function (dispatch options) => cost, got ${describe(cost)}`)
+  }
+  let usageOf = null
+  let usageDone = identity
+  if (typeof usage === 'function') usageOf = usage
+  else if (usage === 'openai' || usage === 'anthropic') {
+    usageOf = usage === 'openai' ? openaiUsage : anthropicUsage
+    usageDone = asCosts(rx._quota)
+  }
+  else if (usage !== undefined) {
+    throw new TypeError(`resilix/undici: option usage must be 'openai', 'anthropic' or a function (text) => usage | undefined, got ${describe(usage)}`)
+  }
+  if (pace !== undefined && typeof pace !== 'boolean') throw new TypeError(`resilix/undici: option pace must be a boolean, got ${describe(pace)}`)
+  return { costOf, usageOf, usageDone, pace: rx._quota !== null && pace !== false }
+}
+
+const identity = (u) => u
+
+/** The `usage` object of a body or an event, or undefined. */
+function usageIn(text) {
+  if (!text.includes('"usage"')) return undefined
+  try {
+    const o = JSON.parse(text)
+    const u = o.usage ?? o.message?.usage // Anthropic's message_start nests it
+    return u !== null && typeof u === 'object' ? u : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** OpenAI's usage (a body, or the last event of a stream with include_usage). */
+function openaiUsage(text) {
+  const u = usageIn(text)
+  if (u === undefined) return undefined
+  const r = {}
+  if (typeof u.prompt_tokens === 'number') r.input = u.prompt_tokens
+  if (typeof u.completion_tokens === 'number') r.output = u.completion_tokens
+  return r
+}
+
+/** Anthropic's usage: input tokens in message_start, output tokens in message_delta. */
+function anthropicUsage(text) {
+  const u = usageIn(text)
+  if (u === undefined) return undefined
+  const r = {}
+  if (typeof u.input_tokens === 'number') r.input = u.input_tokens
+  if (typeof u.output_tokens === 'number') r.output = u.output_tokens
+  return r
+}
+
+/** A family's usage as the costs the quota names: tokens (in + out), inputTokens, outputTokens. */
+function asCosts(quota) {
+  const names = new Set(quota.names)
+  return (u) => {
+    const out = {}
+    if (names.has('inputTokens') && u.input !== undefined) out.inputTokens = u.input
+    if (names.has('outputTokens') && u.output !== undefined) out.outputTokens = u.output
+    if (names.has('tokens') && (u.input !== undefined || u.output !== undefined)) out.tokens = (u.input ?? 0) + (u.output ?? 0)
+    return out
+  }
 }
 
 /**
@@ -167,4 +248,4 @@ function perRequest(v, name, check) {
   return () => v
 }
 
-module.exports = { interceptorSettings, BODY_TIMEOUT_MS, STREAM_TYPES, HEADERS, FIRST_CHUNK, IDEMPOTENT }
+module.exports = { interceptorSettings, USAGE_BODY_BYTES, BODY_TIMEOUT_MS, STREAM_TYPES, HEADERS, FIRST_CHUNK, IDEMPOTENT }

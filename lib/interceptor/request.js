@@ -15,7 +15,8 @@ const { describe } = require('../options')
 const { decide, retryAfterError, RETRY_AFTER_REFUSED } = require('../retry')
 const { retryAfterOf } = require('../retry-after')
 const { closedError } = require('../lifetime')
-const { FIRST_CHUNK } = require('./options')
+const { FIRST_CHUNK, USAGE_BODY_BYTES } = require('./options')
+const quota = require('../quota')
 
 const WAITING = 0 // for a permit
 const SENT = 1 // dispatched, no final response headers yet
@@ -110,6 +111,8 @@ class ResilientRequest {
     this.markPending = false // marking at the first body chunk, which has not come yet
     this.priority = undefined
     this.tenant = undefined
+    this.cost = undefined // with a quota: the estimate of every attempt
+    this.usage = null // with a usage reader: what the body said so far (UsageScan)
   }
 
   start() {
@@ -118,6 +121,7 @@ class ResilientRequest {
       // Read once: every attempt of the request has the same priority and tenant.
       if (this.s.priorityOf !== null) this.priority = this.s.priorityOf(this.opts)
       if (this.s.tenantOf !== null) this.tenant = this.s.tenantOf(this.opts)
+      if (this.s.costOf !== null) this.cost = this.s.costOf(this.opts)
     } catch (err) {
       this.state = DONE
       deliverError(this, err)
@@ -146,7 +150,7 @@ class ResilientRequest {
     this.wait = new AbortController()
     let waiting
     try {
-      waiting = this.s.rx.acquire(this.key, { timeoutMs, signal: this.wait.signal, priority: this.priority, tenant: this.tenant })
+      waiting = this.s.rx.acquire(this.key, { timeoutMs, signal: this.wait.signal, priority: this.priority, tenant: this.tenant, cost: this.cost })
     } catch (err) {
       this.refused(err) // acquire answers with a rejected promise; a throw is treated alike
       return
@@ -220,6 +224,8 @@ class ResilientRequest {
     if (this.state !== SENT) return
     if (statusCode >= 200) {
       this.clearTimer()
+      // The upstream's word on its budget, before a retry decides anything (ADR 1101).
+      if (this.s.pace && this.permit._cost !== null) quota.observeHeaders(this.permit._ks, this.permit._cost, statusCode, headers)
       let markAt
       try {
         markAt = this.s.markAt(statusCode, headers)
@@ -237,6 +243,7 @@ class ResilientRequest {
       this.verdict = verdict
       this.state = BODY
       this.markPending = markAt === FIRST_CHUNK
+      if (this.s.usageOf !== null && statusCode < 300) this.usage = new UsageScan(headers)
       this.lastData = now()
       this.armBodyTimer()
     }
@@ -250,6 +257,7 @@ class ResilientRequest {
       this.markPending = false
       this.permit.mark()
     }
+    if (this.usage !== null) this.usage.add(chunk, this)
     return this.handler.onResponseData?.(this.controller, chunk)
   }
 
@@ -257,6 +265,7 @@ class ResilientRequest {
     if (this.state === DONE) return
     this.clearTimer()
     this.state = DONE
+    if (this.usage !== null) this.usage.end(this)
     this.settle(this.verdict) // before the caller hears of it: its next call finds the slot free
     this.handler.onResponseEnd?.(this.controller, trailers)
   }
@@ -556,6 +565,58 @@ function deliverError(req, err) {
     queueMicrotask(() => {
       throw e
     })
+  }
+}
+
+/**
+ * Reads a response's usage for the quota (ADR 1100): each event of an event stream, or the
+ * whole body (up to 1 MiB) of any other, goes to the `usage` function; what it returns, merged,
+ * settles the call's charge at the end of the body.
+ */
+class UsageScan {
+  constructor(headers) {
+    let type = headers?.['content-type']
+    if (Array.isArray(type)) type = type[0]
+    this.events = typeof type === 'string' && type.toLowerCase().startsWith('text/event-stream')
+    this.text = ''
+    this.bytes = 0
+    this.found = undefined
+  }
+
+  add(chunk, req) {
+    this.bytes += chunk.length
+    if (!this.events) {
+      if (this.bytes <= USAGE_BODY_BYTES) this.text += chunk.toString()
+      return
+    }
+    this.text += chunk.toString()
+    let nl
+    while ((nl = this.text.indexOf('\n')) >= 0) {
+      const line = this.text.slice(0, nl)
+      this.text = this.text.slice(nl + 1)
+      if (line.startsWith('data:')) this.read(line.slice(5).trim(), req)
+    }
+  }
+
+  end(req) {
+    if (!this.events && this.bytes <= USAGE_BODY_BYTES) this.read(this.text, req)
+    this.text = ''
+    if (this.found !== undefined) {
+      try {
+        req.permit.charge(req.s.usageDone(this.found))
+      } catch {} // a usage naming no budget of the quota: the estimate stands
+    }
+  }
+
+  read(text, req) {
+    let u
+    try {
+      u = req.s.usageOf(text)
+    } catch {
+      return // the user's reader failed on this text: no usage from it
+    }
+    // Merged: a stream may report its usage in parts (Anthropic: input, then output).
+    if (u !== undefined && u !== null) this.found = this.found === undefined ? u : { ...this.found, ...u }
   }
 }
 

@@ -180,6 +180,7 @@ impl ResilixClient {
             limiter: Some(limiter),
             bulkhead: None,
             throttle,
+            quota: None,
         };
         let mut engine = Engine::new(policies, RegistryOptions::default(), seed)
             .expect("default options are valid");

@@ -18,8 +18,12 @@ pub const KEEP_WAITING: f64 = -3.0;
 pub const STALE_PERMIT: f64 = -4.0;
 /// `settle`: the verdict code is unknown.
 pub const BAD_VERDICT: f64 = -5.0;
+/// `acquireCosting`: wait for budget; the time to ask again is in the clock cell.
+pub const QUOTA_WAIT: f64 = -6.0;
+/// `acquireCosting`: the call costs more than a budget's whole window: refused as `'quota'`.
+pub const QUOTA_OVERSIZE: f64 = -7.0;
 /// A rejection is `-10 - reason`: -11 limit, -12 queue, -13 bulkhead, -14 breaker,
-/// -16 throttle.
+/// -16 throttle, -17 quota.
 pub const REJECTED_BASE: f64 = -10.0;
 /// `resolveKey`: the registry is full of keys that are protecting something.
 pub const REGISTRY_FULL: f64 = REJECTED_BASE - RejectReason::Registry as u8 as f64;
@@ -31,13 +35,14 @@ pub const RETRY_REFUSED_BASE: f64 = -100.0;
 pub const TOO_MANY_ENGINES: f64 = -1.0;
 
 /// Every reason, at its code.
-const REASONS: [RejectReason; 6] = [
+const REASONS: [RejectReason; 7] = [
     RejectReason::Limit,
     RejectReason::Queue,
     RejectReason::Bulkhead,
     RejectReason::Breaker,
     RejectReason::Registry,
     RejectReason::Throttle,
+    RejectReason::Quota,
 ];
 
 /// `observe`'s breaker code (`limit × 4 + code`): `BREAKER_STATES[code]` in JS.
@@ -77,6 +82,10 @@ pub struct WireCodes {
     pub ranks: u32,
     /// `levelOf` returns `level + levelSpan × tenant`.
     pub level_span: f64,
+    pub quota_wait: f64,
+    pub quota_oversize: f64,
+    /// A quota budget's window when it names none, ms.
+    pub quota_window_ms: f64,
 }
 
 /// Every outcome code of the hot path, read once by the JS layer at load.
@@ -118,5 +127,8 @@ pub fn wire_codes() -> WireCodes {
         priorities: Priority::ALL.iter().map(|p| p.name().to_owned()).collect(),
         ranks: RANKS as u32,
         level_span: super::levels::LEVEL_SPAN,
+        quota_wait: QUOTA_WAIT,
+        quota_oversize: QUOTA_OVERSIZE,
+        quota_window_ms: resilix_engine::quota::DEFAULT_WINDOW_MS as f64,
     }
 }

@@ -9,6 +9,7 @@
 //!
 //! The clock cell: every acquire also stores its `now` (in ms) into element 0 of a Float64Array
 //! that JS reads to start a deadline, so a timed call needs no `performance.now()` of its own.
+//! Element 2: the time a call waiting for budget may ask again (quota.rs).
 //! Element 1 goes the other way: JS writes the engine time (ms) from which this thread is known
 //! to have stalled (its deadline timer is that late), and a settle at or after it carries no
 //! observation: its latency and outcome are the stall's, not the upstream's (ADR 0610).
@@ -42,6 +43,18 @@ pub(super) fn publish(t: Nanos) {
             // SAFETY: p points into an ArrayBuffer kept alive by a strong reference until the
             // environment's cleanup hook nulls the cell.
             unsafe { *p = t as f64 * 1e-6 }
+        }
+    });
+}
+
+/// The time a call waiting for budget may ask again (clock cell element 2, ms).
+#[inline]
+pub(super) fn publish_ready(t: Nanos) {
+    CLOCK_CELL.with(|c| {
+        let p = c.get();
+        if !p.is_null() {
+            // SAFETY: as in `publish`; the cell has three elements.
+            unsafe { *p.add(2) = t as f64 * 1e-6 }
         }
     });
 }
@@ -124,7 +137,10 @@ unsafe fn number_expected(env: sys::napi_env) -> sys::napi_value {
     )
 }
 
-unsafe fn panicked(env: sys::napi_env, e: Box<dyn std::any::Any + Send>) -> sys::napi_value {
+pub(super) unsafe fn panicked(
+    env: sys::napi_env,
+    e: Box<dyn std::any::Any + Send>,
+) -> sys::napi_value {
     let msg = match (e.downcast_ref::<String>(), e.downcast_ref::<&str>()) {
         (Some(s), _) => s.clone(),
         (_, Some(s)) => (*s).to_owned(),
@@ -137,7 +153,7 @@ unsafe fn panicked(env: sys::napi_env, e: Box<dyn std::any::Any + Send>) -> sys:
 
 /// Reads `N` numeric arguments; `None` after throwing NumberExpected.
 #[inline]
-unsafe fn numbers<const N: usize>(
+pub(super) unsafe fn numbers<const N: usize>(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> Option<[f64; N]> {
@@ -171,7 +187,7 @@ unsafe fn numbers<const N: usize>(
 }
 
 #[inline]
-unsafe fn number(env: sys::napi_env, x: f64) -> sys::napi_value {
+pub(super) unsafe fn number(env: sys::napi_env, x: f64) -> sys::napi_value {
     let mut out = ptr::null_mut();
     sys::napi_create_double(env, x, &mut out);
     out
@@ -259,7 +275,7 @@ unsafe fn clock_cell(env: sys::napi_env) -> Result<sys::napi_value> {
     let mut buffer = ptr::null_mut();
     napi::check_status!(sys::napi_create_arraybuffer(
         env,
-        16,
+        24,
         &mut data,
         &mut buffer
     ))?;
@@ -267,7 +283,7 @@ unsafe fn clock_cell(env: sys::napi_env) -> Result<sys::napi_value> {
     napi::check_status!(sys::napi_create_typedarray(
         env,
         sys::TypedarrayType::float64_array,
-        2,
+        3,
         buffer,
         0,
         &mut cell
@@ -278,6 +294,7 @@ unsafe fn clock_cell(env: sys::napi_env) -> Result<sys::napi_value> {
     let p = data as *mut f64;
     *p = now() as f64 * 1e-6;
     *p.add(1) = f64::INFINITY;
+    *p.add(2) = 0.0;
     CLOCK_CELL.with(|c| c.set(p));
     CLOCK_REF.with(|r| r.set(reference));
     if existing.is_null() {
@@ -301,6 +318,12 @@ pub fn init_hot_path(exports: Object, env: Env) -> Result<()> {
         define(env, exports, c"acquire", Some(acquire_cb))?;
         define(env, exports, c"acquireWithin", Some(acquire_within_cb))?;
         define(env, exports, c"settle", Some(settle_cb))?;
+        define(
+            env,
+            exports,
+            c"acquireCosting",
+            Some(super::quota::acquire_costing_cb),
+        )?;
         #[cfg(feature = "probes")]
         super::probes::register(env, exports);
         let cell = clock_cell(env)?;

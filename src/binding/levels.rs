@@ -83,7 +83,7 @@ pub fn leave_queue_at(handle: f64, level: u32) -> f64 {
 }
 
 /// A tenant id as JS passes it back (from `levelOf`); anything else is no tenant.
-fn tenant_of(x: f64) -> u32 {
+pub(super) fn tenant_of(x: f64) -> u32 {
     if x.is_finite() && x >= 0.0 && x <= u32::MAX as f64 && x.fract() == 0.0 {
         x as u32
     } else {

@@ -15,5 +15,6 @@ mod levels;
 mod options;
 #[cfg(feature = "probes")]
 mod probes;
+mod quota;
 mod retry;
 mod stats;

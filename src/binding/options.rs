@@ -4,6 +4,9 @@
 
 use napi::{Error, Result, Status};
 use napi_derive::napi;
+use resilix_engine::quota::{QuotaDim, QuotaOptions, COSTS, MAX_DIMS, MAX_LIMIT};
+use resilix_engine::quota_headers::Dimension;
+use resilix_engine::NANOS_PER_MS;
 
 use resilix_engine::{
     Algorithm, BreakerOptions, BudgetOptions, BulkheadOptions, LimiterOptions, PolicyOptions,
@@ -71,6 +74,11 @@ pub struct NativeOptions {
     pub throttle_window_ms: Option<f64>,
     /// Default 0.9 (failsafe-go).
     pub throttle_max_rejection: Option<f64>,
+    /// Each key's quota, flat: `[cost, limit, windowMs]` per budget (ADR 1100); absent: none.
+    pub quota: Option<Vec<f64>>,
+    /// Which header dimension each cost is: 0 none, 1 requests, 2 tokens, 3 input tokens,
+    /// 4 output tokens.
+    pub quota_names: Option<Vec<u32>>,
     /// The per-key retry budget: default 0.2 (Envoy, failsafe-go, Finagle).
     pub retry_budget_ratio: Option<f64>,
     /// Default 3 retries a second (Envoy's and failsafe-go's minimum of 3, as a rate).
@@ -198,6 +206,10 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
             max_rejection: o.throttle_max_rejection.unwrap_or(td.max_rejection),
         })
     };
+    let quota = match &o.quota {
+        None => None,
+        Some(flat) => Some(to_quota(flat, o.quota_names.as_deref().unwrap_or(&[]))?),
+    };
     let rd = RegistryOptions::default();
     let registry = RegistryOptions {
         max_keys: int32("maxKeys", o.max_keys, rd.max_keys)?,
@@ -209,9 +221,42 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
             limiter,
             bulkhead,
             throttle,
+            quota,
         },
         registry,
     ))
+}
+
+/// A quota from its flat form (the engine checks the ranges).
+fn to_quota(flat: &[f64], names: &[u32]) -> Result<QuotaOptions> {
+    let mut q = QuotaOptions::default();
+    if flat.len() % 3 != 0 || flat.len() / 3 > MAX_DIMS || flat.is_empty() {
+        return Err(range_err(format!(
+            "quota must have from 1 to {MAX_DIMS} budgets"
+        )));
+    }
+    for (i, d) in flat.chunks(3).enumerate() {
+        let cost = int("quota cost", Some(d[0]), 0)?;
+        let limit = match d[1] {
+            x if x.is_finite() && x.fract() == 0.0 && x >= 1.0 && x <= MAX_LIMIT as f64 => x as u64,
+            x => {
+                return Err(range_err(format!(
+                    "a quota budget must be a whole number from 1 to {MAX_LIMIT}, got {x}"
+                )))
+            }
+        };
+        let window_ms = int("quota.windowMs", Some(d[2]), 0)?;
+        q.dims[i] = QuotaDim {
+            cost: cost.min(u8::MAX as u64) as u8,
+            limit,
+            window_ns: window_ms.saturating_mul(NANOS_PER_MS),
+        };
+    }
+    q.len = (flat.len() / 3) as u8;
+    for (c, n) in names.iter().take(COSTS).enumerate() {
+        q.names[c] = Dimension::from_code(*n);
+    }
+    Ok(q)
 }
 
 /// The retry budget's options (the engine validates their ranges).

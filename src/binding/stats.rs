@@ -45,6 +45,21 @@ pub struct NativeStats {
     pub retries: f64,
     /// Retries its retry budget refused since the key was created.
     pub retry_budget_refusals: f64,
+    /// The key's quota, or null without one.
+    pub quota: Option<NativeQuotaStats>,
+}
+
+/// A quota's state: flat numbers, named by the JS layer.
+#[napi(object)]
+pub struct NativeQuotaStats {
+    /// `[cost, spent, limit, windowMs]` per budget.
+    pub budgets: Vec<f64>,
+    /// Calls waiting for budget.
+    pub waiting: u32,
+    /// Cooldowns begun since the key was created.
+    pub cooldowns: f64,
+    /// How long the key still cools down, ms.
+    pub cooling_ms: f64,
 }
 
 #[napi(object)]
@@ -86,6 +101,7 @@ pub struct NativeRejectionCounts {
     pub bulkhead: f64,
     pub breaker: f64,
     pub throttle: f64,
+    pub quota: f64,
 }
 
 impl From<KeyStats> for NativeStats {
@@ -117,6 +133,7 @@ impl From<KeyStats> for NativeStats {
                 bulkhead: s.rejections[3] as f64,
                 breaker: s.rejections[4] as f64,
                 throttle: s.rejections[6] as f64,
+                quota: s.rejections[7] as f64,
             },
             queued_by_priority: NativePriorityCounts::of(s.queued_by_priority),
             queue_refusals_by_priority: NativePriorityCounts::of(
@@ -125,6 +142,7 @@ impl From<KeyStats> for NativeStats {
             tenants: s.tenants,
             retries: 0.0,
             retry_budget_refusals: 0.0,
+            quota: None,
         }
     }
 }
@@ -138,6 +156,14 @@ pub fn stats(id: f64, key: String) -> Result<Option<NativeStats>> {
         let (retried, refused) = e.retry_counts_by_name(&key).unwrap_or((0, 0));
         s.retries = retried as f64;
         s.retry_budget_refusals = refused as f64;
+        s.quota = e
+            .quota_stats_by_name(&key, t)
+            .map(|(budgets, waiting, cooldowns, cooling)| NativeQuotaStats {
+                budgets,
+                waiting,
+                cooldowns: cooldowns as f64,
+                cooling_ms: cooling as f64 / 1e6,
+            });
         Some(s)
     })
 }

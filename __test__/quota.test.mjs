@@ -1,0 +1,168 @@
+// Quotas (ADR 1100, 1101) through execute() and acquire(): options and costs checked, the
+// oversize refusal at once, waiting for budget, the deadline refusal, settled usage refunding,
+// every retry paying, a 429's one cooldown, close() and abort of a waiter, and stats. Timing
+// bounds are wide: a busy 2-core machine delays timers, it must not fail these.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { Resilix, RejectedError, isRejectedError } from '../index.js'
+import { sleep } from './helpers.mjs'
+
+const quiet = { breaker: false, throttle: false }
+
+test('a quota is checked: shape, names, budgets, and a cost needs one', async () => {
+  assert.throws(() => new Resilix({ quota: 5 }), /option quota must be an object/)
+  assert.throws(() => new Resilix({ quota: [] }), /at least one budget/)
+  assert.throws(() => new Resilix({ quota: { windowMs: 1000 } }), /must name at least one limit/)
+  assert.throws(() => new Resilix({ quota: { tokens: 0 } }), RangeError)
+  assert.throws(() => new Resilix({ quota: { tokens: 1.5 } }), /whole number of tokens/)
+  assert.throws(() => new Resilix({ quota: { tokens: 10, windowMs: 0 } }), /quota.windowMs/)
+  assert.throws(() => new Resilix({ quota: { 'x-y': 10 } }), /identifier/)
+  assert.throws(() => new Resilix({ quota: { a: 1, b: 1, c: 1, d: 1, e: 1 } }), /at most 4/)
+  assert.throws(() => new Resilix({ quota: { tokens: 10, pace: 'yes' } }), /quota.pace must be a boolean/)
+  const plain = new Resilix()
+  await assert.rejects(plain.execute(() => 1, { cost: { tokens: 5 } }), /cost needs a quota/)
+  const rx = new Resilix({ quota: { requests: 5, tokens: 100 } })
+  await assert.rejects(rx.execute(() => 1, { cost: { token: 5 } }), /cost.token is not a budget of this quota.*tokens/)
+  await assert.rejects(rx.execute(() => 1, { cost: { tokens: -1 } }), RangeError)
+  await assert.rejects(rx.execute(() => 1, { cost: 'many' }), /cost must be an object/)
+  await assert.rejects(plain.execute((ctx) => ctx.charge({ tokens: 1 })), /charge\(usage\) needs a quota/)
+  plain.close()
+  rx.close()
+})
+
+test('a call costing more than a whole budget is refused at once, never sent, never retried', async () => {
+  const rx = new Resilix({ ...quiet, quota: { tokens: 1000, windowMs: 60_000 }, retry: true })
+  let ran = 0
+  const t0 = performance.now()
+  const err = await rx.execute(() => ran++, { cost: { tokens: 1001 } }).catch((e) => e)
+  const ms = performance.now() - t0
+  assert.ok(isRejectedError(err), String(err))
+  assert.equal(err.reason, 'quota')
+  assert.match(err.message, /costs 1001 tokens, more than the whole budget of 1000 tokens per 60000 ms/)
+  assert.equal(ran, 0)
+  assert.ok(ms < 50, `refused in ${ms} ms`) // the benchmark measures it properly
+  assert.equal(rx.stats('default').rejections.quota, 1)
+  assert.equal(rx.stats('default').quota.budgets[0].spent, 0)
+  rx.close()
+})
+
+test('a call that does not fit waits for budget, in order, and runs when it comes back', async () => {
+  const rx = new Resilix({ ...quiet, quota: { requests: 2, windowMs: 300 } })
+  const started = []
+  const t0 = performance.now()
+  const calls = [0, 1, 2, 3].map((i) => rx.execute(() => started.push([i, performance.now() - t0])))
+  await sleep(30)
+  assert.deepEqual(started.map(([i]) => i), [0, 1])
+  assert.equal(rx.stats('default').quota.waiting, 2)
+  await Promise.all(calls)
+  assert.deepEqual(started.map(([i]) => i), [0, 1, 2, 3])
+  // Freed a window and two of its buckets after the first two: never before 300 ms.
+  assert.ok(started[2][1] >= 300, `the third started at ${started[2][1]} ms`)
+  assert.ok(started[2][1] < 2000, `the third started at ${started[2][1]} ms`)
+  assert.equal(rx.stats('default').quota.waiting, 0)
+  rx.close()
+})
+
+test('a call that could not fit before its deadline is refused at once, not timed out', async () => {
+  const rx = new Resilix({ ...quiet, quota: { requests: 1, windowMs: 5000 } })
+  await rx.execute(() => 1)
+  const t0 = performance.now()
+  const err = await rx.execute(() => 1, { timeoutMs: 1000 }).catch((e) => e)
+  assert.ok(err instanceof RejectedError, String(err))
+  assert.equal(err.reason, 'quota')
+  assert.match(err.message, /before its deadline/)
+  assert.ok(performance.now() - t0 < 500)
+  rx.close()
+})
+
+test('settled usage below the estimate lets a waiting call through at once', async () => {
+  const rx = new Resilix({ ...quiet, quota: { tokens: 100, windowMs: 5000 } })
+  let bStarted = 0
+  const t0 = performance.now()
+  const a = rx.execute(async (ctx) => {
+    await sleep(50)
+    ctx.charge({ tokens: 10 })
+  }, { cost: { tokens: 100 } })
+  const b = rx.execute(() => (bStarted = performance.now() - t0), { cost: { tokens: 80 } })
+  await Promise.all([a, b])
+  assert.ok(bStarted >= 40 && bStarted < 1500, `b started at ${bStarted} ms, not at the window's end (5 s)`)
+  assert.equal(rx.stats('default').quota.budgets[0].spent, 90)
+  // A usage above the estimate charges the difference; after the call settled too.
+  let ctxOf
+  await rx.execute((ctx) => (ctxOf = ctx), { cost: { tokens: 1 } })
+  ctxOf.charge({ tokens: 6 })
+  assert.equal(rx.stats('default').quota.budgets[0].spent, 96)
+  assert.throws(() => ctxOf.charge({ tokens: Infinity }), RangeError)
+  assert.throws(() => ctxOf.charge({ words: 1 }), /words is not a budget/)
+  rx.close()
+})
+
+test('every attempt of a retrying call pays the quota', async () => {
+  const rx = new Resilix({ ...quiet, quota: { requests: 10, tokens: 1000 }, retry: { attempts: 3, baseMs: 1, maxDelayMs: 2 } })
+  let n = 0
+  const r = await rx.execute(() => ({ status: 500, n: ++n }), { cost: { tokens: 100 } })
+  assert.equal(r.n, 3)
+  const [req, tok] = rx.stats('default').quota.budgets
+  assert.deepEqual([req.spent, tok.spent], [3, 300])
+  rx.close()
+})
+
+test("a 429 cools the key down once, for calls in flight and waiting alike", async () => {
+  const rx = new Resilix({ ...quiet, quota: { requests: 100, windowMs: 1000, pace: true } })
+  const refused = () => ({ status: 429, headers: new Headers({ 'retry-after-ms': '400' }) })
+  // Three calls in flight all meet the refusal.
+  await Promise.all([0, 1, 2].map(() => rx.execute(async () => (await sleep(5), refused()))))
+  let q = rx.stats('default').quota
+  assert.equal(q.cooldowns, 1)
+  assert.ok(q.coolingMs > 200 && q.coolingMs <= 400, `cooling ${q.coolingMs} ms`)
+  const t0 = performance.now()
+  await rx.execute(() => 1)
+  assert.ok(performance.now() - t0 >= 300, 'the next call waited for the cooldown')
+  // Headers read from an undici-style plain object too: none left, one back in 300 ms.
+  const head = { 'x-ratelimit-limit-requests': '1', 'x-ratelimit-remaining-requests': '0', 'x-ratelimit-reset-requests': '300ms' }
+  await rx.execute(() => ({ statusCode: 200, headers: head }))
+  const t1 = performance.now()
+  await rx.execute(() => 1)
+  assert.ok(performance.now() - t1 >= 150, 'the upstream said none were left')
+  q = rx.stats('default').quota
+  assert.equal(q.cooldowns, 1)
+  rx.close()
+})
+
+test('a waiter for budget leaves on abort and on close, and nothing is left waiting', async () => {
+  const rx = new Resilix({ ...quiet, quota: { requests: 1, windowMs: 60_000 } })
+  await rx.execute(() => 1)
+  const ac = new AbortController()
+  const aborted = rx.execute(() => 1, { signal: ac.signal })
+  const closed = rx.execute(() => 1)
+  await sleep(5)
+  assert.equal(rx.stats('default').quota.waiting, 2)
+  ac.abort(new Error('gone'))
+  await assert.rejects(aborted, /gone/)
+  assert.equal(rx.stats('default').quota.waiting, 1)
+  rx.close()
+  await assert.rejects(closed, (e) => e.code === 'ERR_RESILIX_CLOSED')
+})
+
+test('acquire() takes a cost and its permit settles the usage', async () => {
+  const rx = new Resilix({ ...quiet, quota: { tokens: 1000 } })
+  const p = await rx.acquire('llm', { cost: { tokens: 400 } })
+  p.release()
+  p.charge({ tokens: 150 })
+  const q = rx.stats('llm').quota
+  assert.deepEqual(q.budgets, [{ name: 'tokens', windowMs: 60_000, limit: 1000, spent: 150 }])
+  const big = await rx.acquire({ key: 'llm', cost: { tokens: 5000 } }).catch((e) => e)
+  assert.equal(big.reason, 'quota')
+  rx.close()
+})
+
+test('a call admitted at once with a quota and no deadline runs on the plain path with its cost', async () => {
+  const rx = new Resilix({ ...quiet, quota: { requests: 5 } })
+  const v = await rx.execute((ctx) => {
+    ctx.charge({ requests: 1 })
+    return 7
+  })
+  assert.equal(v, 7)
+  assert.equal(rx.stats('default').quota.budgets[0].spent, 1)
+  rx.close()
+})

@@ -1,0 +1,528 @@
+//! Quotas (ADR 1100): budgets per window that an upstream enforces, such as requests and tokens
+//! per minute. A call is charged its cost up front and settles its real usage later; a call
+//! that does not fit waits for budget within its deadline, or is refused at once when it
+//! cannot fit in time, or ever.
+//!
+//! Each dimension keeps a sliding window in buckets ([`SlidingWindow`]). The window frees a
+//! charge only once the upstream's own window has surely dropped it, so that a client alone on
+//! its quota never meets a refusal from an upstream that counts a sliding log (ADR 1100).
+//! Readings of the upstream's rate-limit headers tighten the budget for a while
+//! ([`Cap`]); a refusal with a retry hint cools the whole key down once (ADR 1101).
+
+use crate::options::{OptionError, MAX_MS};
+use crate::quota_headers::{Dimension, Reading};
+use crate::{Nanos, NANOS_PER_MS};
+
+/// The window of a budget that names none: a minute, as OpenAI, Anthropic and Mistral count.
+pub const DEFAULT_WINDOW_MS: u64 = 60_000;
+/// Distinct costs a key's quota charges: one number per call for each (`requests`, `tokens`…).
+pub const COSTS: usize = 4;
+/// Dimensions (a cost over a window) per key: per minute and per day for each cost, say.
+pub const MAX_DIMS: usize = 8;
+/// Buckets of a window: its length / 60, one second of a minute.
+pub const BUCKETS: u64 = 60;
+/// Buckets a charge is kept for: a whole window after the end of its bucket, plus one more,
+/// so that a charge is freed at least one bucket after the upstream frees it even when the
+/// request reached the upstream up to a bucket later than it was charged (ADR 1100).
+const RING: u64 = BUCKETS + 2;
+/// How long a key cools down after a refusal that names no wait: one second, a guess (the
+/// shortest `retry-after` the families send; half and twice it in ADR 1101).
+pub const DEFAULT_COOLDOWN_NS: u64 = 1_000_000_000;
+
+/// One number per cost, indexed as the key's quota names them.
+pub type Costs = [u64; COSTS];
+
+/// One dimension: what it charges, how much per window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct QuotaDim {
+    /// Which cost it charges (an index into [`Costs`]).
+    pub cost: u8,
+    /// The budget per window.
+    pub limit: u64,
+    pub window_ns: u64,
+}
+
+/// A key's quota: up to [`MAX_DIMS`] dimensions over up to [`COSTS`] costs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct QuotaOptions {
+    pub dims: [QuotaDim; MAX_DIMS],
+    pub len: u8,
+    /// Which header family dimension each cost is (`None`: a cost no header names).
+    pub names: [Option<Dimension>; COSTS],
+}
+
+/// The largest budget per window: 2^53, what a JS number holds exactly.
+pub const MAX_LIMIT: u64 = 1 << 53;
+
+impl QuotaOptions {
+    pub fn dims(&self) -> &[QuotaDim] {
+        &self.dims[..self.len as usize]
+    }
+
+    pub fn validate(&self) -> Result<(), OptionError> {
+        let bad = |message: String| {
+            Err(OptionError {
+                option: "quota",
+                message,
+            })
+        };
+        if self.len == 0 || self.len as usize > MAX_DIMS {
+            return bad(format!(
+                "quota must have from 1 to {MAX_DIMS} budgets, got {}",
+                self.len
+            ));
+        }
+        for d in self.dims() {
+            if d.cost as usize >= COSTS {
+                return bad(format!(
+                    "quota may charge at most {COSTS} different costs per call"
+                ));
+            }
+            if d.limit == 0 || d.limit > MAX_LIMIT {
+                return bad(format!(
+                    "a quota budget must be an integer from 1 to {MAX_LIMIT}, got {}",
+                    d.limit
+                ));
+            }
+            let ms = d.window_ns / NANOS_PER_MS;
+            if d.window_ns % NANOS_PER_MS != 0 || !(1..=MAX_MS).contains(&ms) {
+                return bad(format!(
+                    "quota.windowMs must be an integer from 1 to {MAX_MS}, got {}",
+                    d.window_ns as f64 / NANOS_PER_MS as f64
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a quota answers for a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaCheck {
+    /// It fits now: charge it ([`Quota::take`]).
+    Take,
+    /// It fits by this time, within its deadline, if nothing else is charged meanwhile.
+    Wait(Nanos),
+    /// It cannot fit within its deadline.
+    Refuse,
+    /// Its cost exceeds a dimension's whole budget: it can never fit.
+    Oversize,
+}
+
+/// The budget spent in the last window, in [`BUCKETS`] buckets: the quota's state behind the
+/// four operations a shared store must offer too (spent, charge, adjust, free_at; ADR 1100).
+#[derive(Clone, Debug)]
+pub struct SlidingWindow {
+    limit: u64,
+    window_ns: u64,
+    bucket_ns: u64,
+    buckets: Box<[u64; RING as usize]>,
+    /// The bucket epoch (`now / bucket_ns`) of the newest bucket.
+    head: u64,
+    spent: u64,
+}
+
+impl SlidingWindow {
+    pub fn new(limit: u64, window_ns: u64, now: Nanos) -> Self {
+        let bucket_ns = (window_ns / BUCKETS).max(1);
+        SlidingWindow {
+            limit,
+            window_ns,
+            bucket_ns,
+            buckets: Box::new([0; RING as usize]),
+            head: now / bucket_ns,
+            spent: 0,
+        }
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    pub fn window_ns(&self) -> u64 {
+        self.window_ns
+    }
+
+    /// Frees the buckets that left the window by `now`. A clock that went backwards charges
+    /// the newest bucket.
+    fn roll(&mut self, now: Nanos) {
+        let epoch = now / self.bucket_ns;
+        if epoch <= self.head {
+            return;
+        }
+        let n = (epoch - self.head).min(RING);
+        for i in 1..=n {
+            let b = &mut self.buckets[((self.head + i) % RING) as usize];
+            self.spent -= *b;
+            *b = 0;
+        }
+        self.head = epoch;
+    }
+
+    /// The budget spent within the window at `now`.
+    pub fn spent(&mut self, now: Nanos) -> u64 {
+        self.roll(now);
+        self.spent
+    }
+
+    /// Charges `amount` at `now`.
+    pub fn charge(&mut self, now: Nanos, amount: u64) {
+        self.roll(now);
+        let b = &mut self.buckets[(self.head % RING) as usize];
+        *b = b.saturating_add(amount);
+        self.spent = self.spent.saturating_add(amount);
+    }
+
+    /// Refunds (`delta` < 0) or charges more (`delta` > 0) for a call charged at `at`, into
+    /// that call's bucket: the upstream counts it from when it arrived. Nothing once that
+    /// bucket has left the window.
+    pub fn adjust(&mut self, now: Nanos, at: Nanos, delta: i64) {
+        self.roll(now);
+        let epoch = (at / self.bucket_ns).min(self.head);
+        if self.head - epoch >= RING {
+            return;
+        }
+        let b = &mut self.buckets[(epoch % RING) as usize];
+        if delta < 0 {
+            let d = delta.unsigned_abs().min(*b);
+            *b -= d;
+            self.spent -= d;
+        } else {
+            *b = b.saturating_add(delta as u64);
+            self.spent = self.spent.saturating_add(delta as u64);
+        }
+    }
+
+    /// The budget charged at or after `at` (by bucket: its whole bucket counts).
+    pub fn spent_since(&mut self, now: Nanos, at: Nanos) -> u64 {
+        self.roll(now);
+        let from = (at / self.bucket_ns).max(self.oldest());
+        (from..=self.head)
+            .map(|e| self.buckets[(e % RING) as usize])
+            .sum()
+    }
+
+    fn oldest(&self) -> u64 {
+        self.head.saturating_sub(RING - 1)
+    }
+
+    /// The earliest time at which `amount` of the spent budget has left the window, if
+    /// nothing more is charged (`now` for nothing to free). Past all that is spent, the
+    /// rest is estimated at the window's mean rate.
+    pub fn free_at(&self, now: Nanos, amount: u64) -> Nanos {
+        if amount == 0 {
+            return now;
+        }
+        let mut freed = 0u64;
+        for e in self.oldest()..=self.head {
+            freed += self.buckets[(e % RING) as usize];
+            if freed >= amount {
+                return ((e + RING) * self.bucket_ns).max(now);
+            }
+        }
+        let all = ((self.head + RING) * self.bucket_ns).max(now);
+        let rest = (amount - freed) as u128 * self.window_ns as u128 / self.limit.max(1) as u128;
+        all.saturating_add(rest.min(u64::MAX as u128) as u64)
+    }
+}
+
+/// A tighter budget for a while, from a reading of the upstream's headers or after a cooldown:
+/// from `from` until `until`, at most `base + rate × (t − from)` may be charged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cap {
+    pub from: Nanos,
+    pub until: Nanos,
+    pub base: u64,
+    /// Budget per ns that comes back.
+    pub rate: f64,
+    /// Charged since `from`.
+    pub spent: u64,
+}
+
+impl Cap {
+    fn allowed(&self, now: Nanos) -> f64 {
+        self.base as f64 + self.rate * now.saturating_sub(self.from) as f64
+    }
+
+    /// When `cost` more fits under the cap.
+    fn ready(&self, now: Nanos, cost: u64) -> Nanos {
+        if now >= self.until {
+            return now;
+        }
+        let need = (self.spent + cost) as f64;
+        if need <= self.allowed(now) {
+            return now;
+        }
+        if self.rate <= 0.0 {
+            return self.until;
+        }
+        let t = self.from as f64 + (need - self.base as f64) / self.rate;
+        (t.ceil() as Nanos).clamp(now, self.until)
+    }
+}
+
+/// A key's quota: its dimensions' windows, the caps read from headers, the cooldown, and the
+/// calls waiting for budget (held by the caller; counted here).
+#[derive(Clone, Debug)]
+pub struct Quota {
+    dims: Vec<(u8, SlidingWindow)>,
+    names: [Option<Dimension>; COSTS],
+    caps: [Option<Cap>; COSTS],
+    cooldown_until: Nanos,
+    waiting: u32,
+    queued: Costs,
+    cooldowns: u64,
+    /// The last charge, and how long the longest window keeps one.
+    last_charge: Nanos,
+    keeps_ns: u64,
+}
+
+impl Quota {
+    pub fn new(opts: &QuotaOptions, now: Nanos) -> Self {
+        Quota {
+            dims: opts
+                .dims()
+                .iter()
+                .map(|d| (d.cost, SlidingWindow::new(d.limit, d.window_ns, now)))
+                .collect(),
+            names: opts.names,
+            caps: [None; COSTS],
+            cooldown_until: 0,
+            waiting: 0,
+            queued: [0; COSTS],
+            cooldowns: 0,
+            last_charge: 0,
+            keeps_ns: opts
+                .dims()
+                .iter()
+                .map(|d| d.window_ns + 2 * (d.window_ns / BUCKETS).max(1))
+                .max()
+                .unwrap_or(0),
+        }
+    }
+
+    /// Whether a call of `costs` fits now. `head`: the oldest waiter asks, and those behind it
+    /// do not count; a new call waits behind every waiter (FIFO). `budget_ns`: its deadline.
+    pub fn check(&mut self, now: Nanos, costs: &Costs, budget_ns: u64, head: bool) -> QuotaCheck {
+        if self.dims.iter().any(|(c, w)| costs[*c as usize] > w.limit) {
+            return QuotaCheck::Oversize;
+        }
+        let ahead = if head || self.waiting == 0 {
+            [0; COSTS]
+        } else {
+            self.queued
+        };
+        let ready = self.ready_at(now, costs, &ahead);
+        if ready <= now && (head || self.waiting == 0) {
+            QuotaCheck::Take
+        } else if ready.saturating_sub(now) > budget_ns {
+            QuotaCheck::Refuse
+        } else {
+            QuotaCheck::Wait(ready.max(now))
+        }
+    }
+
+    /// When `costs` would fit behind `ahead`, if nothing else were charged.
+    pub fn ready_at(&mut self, now: Nanos, costs: &Costs, ahead: &Costs) -> Nanos {
+        let mut t = now.max(self.cooldown_until);
+        for (c, w) in &mut self.dims {
+            let c = *c as usize;
+            let spent = w.spent(now);
+            let want = spent + costs[c] + ahead[c];
+            // A dimension spent to its limit admits nothing, not even a call that names no
+            // cost of it: its usage is settled later and would overrun.
+            let need = if want > w.limit {
+                want - w.limit
+            } else if spent >= w.limit {
+                spent - w.limit + 1
+            } else {
+                0
+            };
+            if need > 0 {
+                t = t.max(w.free_at(now, need));
+            }
+        }
+        for (c, cap) in self.caps.iter().enumerate() {
+            if let Some(cap) = cap {
+                t = t.max(cap.ready(now, costs[c] + ahead[c]));
+            }
+        }
+        t
+    }
+
+    /// Charges a call that fitted.
+    pub fn take(&mut self, now: Nanos, costs: &Costs) {
+        self.last_charge = now;
+        for (c, w) in &mut self.dims {
+            w.charge(now, costs[*c as usize]);
+        }
+        for (c, slot) in self.caps.iter_mut().enumerate() {
+            match slot {
+                Some(cap) if now >= cap.until => *slot = None,
+                Some(cap) => cap.spent += costs[c],
+                None => {}
+            }
+        }
+    }
+
+    /// Settles a call charged at `at`: `deltas` is what it really used less what it was charged
+    /// (a refund below 0). A call refused after its charge is refunded whole.
+    pub fn adjust(&mut self, now: Nanos, at: Nanos, deltas: &[i64; COSTS]) {
+        for (c, w) in &mut self.dims {
+            let d = deltas[*c as usize];
+            if d != 0 {
+                w.adjust(now, at, d);
+            }
+        }
+        for (c, cap) in self.caps.iter_mut().enumerate() {
+            if let Some(cap) = cap {
+                if at >= cap.from && deltas[c] != 0 {
+                    cap.spent = cap.spent.saturating_add_signed(deltas[c]);
+                }
+            }
+        }
+    }
+
+    /// A call starts waiting for budget.
+    pub fn enqueue(&mut self, costs: &Costs) {
+        self.waiting += 1;
+        for (q, c) in self.queued.iter_mut().zip(costs) {
+            *q += c;
+        }
+    }
+
+    /// A waiting call leaves the wait (admitted or given up). `false` when none waited.
+    pub fn dequeue(&mut self, costs: &Costs) -> bool {
+        if self.waiting == 0 {
+            return false;
+        }
+        self.waiting -= 1;
+        for (q, c) in self.queued.iter_mut().zip(costs) {
+            *q = q.saturating_sub(*c);
+        }
+        if self.waiting == 0 {
+            self.queued = [0; COSTS];
+        }
+        true
+    }
+
+    /// What a response said about the upstream's budget, for a call charged `costs` at `at`.
+    /// `refused`: the upstream refused it for its quota (429). Returns whether a cooldown began.
+    pub fn observe(
+        &mut self,
+        now: Nanos,
+        reading: &Reading,
+        refused: bool,
+        at: Nanos,
+        costs: &Costs,
+    ) -> bool {
+        let mut began = false;
+        if refused {
+            let wait = reading.retry_after_ns.unwrap_or_else(|| {
+                reading
+                    .dims
+                    .iter()
+                    .filter(|d| d.remaining == Some(0))
+                    .filter_map(|d| d.reset_ns)
+                    .max()
+                    .unwrap_or(DEFAULT_COOLDOWN_NS)
+            });
+            began = self.cool_down(now, wait);
+        }
+        if now < self.cooldown_until {
+            return began;
+        }
+        for d in &reading.dims {
+            let (Some(remaining), Some(reset)) = (d.remaining, d.reset_ns) else {
+                continue;
+            };
+            let Some(c) = self.names.iter().position(|n| *n == Some(d.dim)) else {
+                continue;
+            };
+            let Some(w) = self.first_window(c) else {
+                continue;
+            };
+            // Charged here after this call: the upstream had not counted those yet.
+            let later = self.dims[w].1.spent_since(now, at).saturating_sub(costs[c]);
+            let limit = d.limit.unwrap_or(u64::MAX).min(self.dims[w].1.limit);
+            let reset = reset.max(1);
+            self.caps[c] = Some(Cap {
+                from: now,
+                until: now.saturating_add(reset),
+                base: remaining.saturating_sub(later),
+                rate: limit.saturating_sub(remaining) as f64 / reset as f64,
+                spent: 0,
+            });
+        }
+        began
+    }
+
+    /// The whole key waits `wait_ns`; then its budget comes back at each dimension's mean rate
+    /// over one window rather than all at once. `true` when this began a cooldown (one that
+    /// was running is only extended).
+    pub fn cool_down(&mut self, now: Nanos, wait_ns: u64) -> bool {
+        let began = now >= self.cooldown_until;
+        if began {
+            self.cooldowns += 1;
+        }
+        let until = now.saturating_add(wait_ns).max(self.cooldown_until);
+        self.cooldown_until = until;
+        for c in 0..COSTS {
+            let Some(w) = self.first_window(c) else {
+                continue;
+            };
+            let w = &self.dims[w].1;
+            self.caps[c] = Some(Cap {
+                from: until,
+                until: until.saturating_add(w.window_ns),
+                base: 0,
+                rate: w.limit as f64 / w.window_ns.max(1) as f64,
+                spent: 0,
+            });
+        }
+        began
+    }
+
+    /// The shortest window that charges cost `c`.
+    fn first_window(&self, c: usize) -> Option<usize> {
+        self.dims
+            .iter()
+            .enumerate()
+            .filter(|(_, (k, _))| *k as usize == c)
+            .min_by_key(|(_, (_, w))| w.window_ns)
+            .map(|(i, _)| i)
+    }
+
+    /// Calls waiting for budget.
+    pub fn waiting(&self) -> u32 {
+        self.waiting
+    }
+
+    /// Cooldowns begun so far.
+    pub fn cooldowns(&self) -> u64 {
+        self.cooldowns
+    }
+
+    /// How long the key still cools down at `now`.
+    pub fn cooling_ns(&self, now: Nanos) -> u64 {
+        self.cooldown_until.saturating_sub(now)
+    }
+
+    /// Each dimension's `(cost, spent, limit, window)` at `now`.
+    pub fn spent(&mut self, now: Nanos) -> impl Iterator<Item = (u8, u64, u64, u64)> + '_ {
+        self.dims
+            .iter_mut()
+            .map(move |(c, w)| (*c, w.spent(now), w.limit, w.window_ns))
+    }
+
+    /// Something is charged within a window, or a call waits: the key's state matters.
+    pub fn holds(&self, now: Nanos) -> bool {
+        self.waiting > 0
+            || (self.last_charge != 0 && now < self.last_charge.saturating_add(self.keeps_ns))
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.dims.capacity() * std::mem::size_of::<(u8, SlidingWindow)>()
+            + self.dims.len() * RING as usize * 8
+    }
+}

@@ -1,0 +1,387 @@
+'use strict'
+// Quotas (ADR 1100, 1101): the `quota` option, a call's `cost`, its settled usage
+// (`ctx.charge`), the rate-limit headers of its response, and the calls waiting for budget.
+// The engine decides (engine/src/quota.rs); this file holds what only JS can: the waiting
+// calls, their timer, and reading a response's headers. An instance without a quota never
+// comes here.
+
+const { native, clockCell, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, REJECTED_BASE, REASONS } = require('./native')
+const { describe } = require('./options')
+const { didYouMean } = require('./suggest')
+
+/** Distinct costs a quota may name; budgets (a cost over a window) it may hold. */
+const MAX_COSTS = 4
+const MAX_BUDGETS = 8
+/** The window when a budget names none: a minute, as the LLM APIs count (the engine's default). */
+const WINDOW_MS = QUOTA_WINDOW_MS
+/** Header dimension codes (engine/src/quota_headers.rs) of the names the families use. */
+const HEADER_NAMES = { requests: 1, tokens: 2, inputTokens: 3, outputTokens: 4 }
+const NAME = /^[A-Za-z][A-Za-z0-9_]{0,31}$/
+
+/**
+ * The `quota` option: one budget object `{ windowMs?, pace?, [cost]: limit }` or an array of
+ * them. Returns `{ names, requests, pace, native, nativeNames, limits }` for the instance.
+ */
+function quotaOption(q) {
+  const list = Array.isArray(q) ? q : [q]
+  if (list.length === 0) throw new TypeError('resilix: option quota must name at least one budget, e.g. { requests: 500, tokens: 200000, windowMs: 60000 }')
+  const names = []
+  const flat = []
+  const limits = []
+  let pace = false
+  for (const b of list) {
+    if (b === null || typeof b !== 'object' || Array.isArray(b)) {
+      throw new TypeError(`resilix: option quota must be an object such as { requests: 500, tokens: 200000, windowMs: 60000 } or an array of them, got ${describe(b)}`)
+    }
+    let windowMs = WINDOW_MS
+    if (b.windowMs !== undefined) {
+      windowMs = b.windowMs
+      if (typeof windowMs !== 'number' || !Number.isInteger(windowMs) || windowMs < 1 || windowMs > 2147483647) {
+        throw new RangeError(`resilix: option quota.windowMs must be a whole number of milliseconds from 1 to 2147483647, got ${typeof windowMs === 'number' ? windowMs : describe(windowMs)}`)
+      }
+    }
+    if (b.pace !== undefined) {
+      if (typeof b.pace !== 'boolean') throw new TypeError(`resilix: option quota.pace must be a boolean, got ${describe(b.pace)}`)
+      pace = pace || b.pace
+    }
+    let any = false
+    for (const name of Object.keys(b)) {
+      if (name === 'windowMs' || name === 'pace') continue
+      if (!NAME.test(name)) {
+        throw new TypeError(`resilix: option quota.${name}: a budget is named by an identifier of at most 32 characters (requests, tokens, inputTokens…)`)
+      }
+      const limit = b[name]
+      if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+        throw new RangeError(`resilix: option quota.${name} must be a whole number of ${name} per window, at least 1, got ${typeof limit === 'number' ? limit : describe(limit)}`)
+      }
+      let c = names.indexOf(name)
+      if (c < 0) {
+        if (names.length === MAX_COSTS) {
+          throw new RangeError(`resilix: option quota names ${names.length + 1} different costs (${[...names, name].join(', ')}); at most ${MAX_COSTS}`)
+        }
+        c = names.push(name) - 1
+      }
+      flat.push(c, limit, windowMs)
+      limits.push({ name, limit, windowMs })
+      any = true
+    }
+    if (!any) throw new TypeError('resilix: a quota budget must name at least one limit, e.g. { requests: 500, windowMs: 60000 }')
+  }
+  if (limits.length > MAX_BUDGETS) throw new RangeError(`resilix: option quota holds ${limits.length} budgets; at most ${MAX_BUDGETS}`)
+  return {
+    names,
+    /** The index of `requests`, charged 1 by a call that names no cost of it; -1 if none. */
+    requests: names.indexOf('requests'),
+    pace,
+    limits,
+    native: flat,
+    nativeNames: names.map((n) => HEADER_NAMES[n] ?? 0),
+  }
+}
+
+/** What a call costs and when it was charged: the costs by the quota's index, `at` in engine ms. */
+class Cost {
+  constructor(quota) {
+    this.c0 = 0
+    this.c1 = 0
+    this.c2 = 0
+    this.c3 = 0
+    this.at = 0
+    this.charged = false
+    if (quota.requests >= 0) this.set(quota.requests, 1)
+  }
+
+  get(i) {
+    return i === 0 ? this.c0 : i === 1 ? this.c1 : i === 2 ? this.c2 : this.c3
+  }
+
+  /** The same cost, uncharged: a retry's next attempt pays again. */
+  again() {
+    const c = Object.create(Cost.prototype)
+    c.c0 = this.c0
+    c.c1 = this.c1
+    c.c2 = this.c2
+    c.c3 = this.c3
+    c.at = 0
+    c.charged = false
+    return c
+  }
+
+  set(i, v) {
+    if (i === 0) this.c0 = v
+    else if (i === 1) this.c1 = v
+    else if (i === 2) this.c2 = v
+    else this.c3 = v
+  }
+}
+
+/** A call's `cost` option on an instance with `quota`: a Cost. Throws on a bad one. */
+function costOption(quota, v, what) {
+  if (v === undefined) return new Cost(quota)
+  if (quota === null) {
+    throw new TypeError(`resilix: ${what} option cost needs a quota: create the instance with one, e.g. new Resilix({ quota: { requests: 500, tokens: 200000 } })`)
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+    throw new TypeError(`resilix: ${what} option cost must be an object such as { tokens: 1200 }, got ${describe(v)}`)
+  }
+  const cost = new Cost(quota)
+  for (const name of Object.keys(v)) {
+    const i = quota.names.indexOf(name)
+    if (i < 0) {
+      throw new TypeError(`resilix: ${what} option cost.${name} is not a budget of this quota (it has ${quota.names.join(', ')})${didYouMean(name, quota.names, 'cost')}`)
+    }
+    cost.set(i, amount(v[name], `${what} option cost.${name}`))
+  }
+  return cost
+}
+
+/** A cost or a usage: a finite number ≥ 0, rounded up to a whole one. */
+function amount(x, what) {
+  if (typeof x !== 'number' || !(x >= 0) || x === Infinity) {
+    throw new RangeError(`resilix: ${what} must be a number ≥ 0, got ${typeof x === 'number' ? x : describe(x)}`)
+  }
+  return Math.ceil(x)
+}
+
+/** Acquires for `cost` on `ks`: a permit or code as acquireAt, or QUOTA_WAIT (ready time in the clock cell). */
+function acquireCosting(ks, budgetMs, level, tenantId, cost, head) {
+  const p = native.acquireCosting(ks.handle, budgetMs === undefined ? -1 : budgetMs, level, tenantId, cost.c0, cost.c1, cost.c2, cost.c3, head ? 1 : 0)
+  if (p >= 0 || p === -1 /* QUEUED */) {
+    cost.charged = true
+    cost.at = clockCell[0]
+  }
+  return p
+}
+
+const REJECTED_QUOTA = REJECTED_BASE - REASONS.indexOf('quota')
+
+/** The error for an acquire refused with `p` on a key with a quota: its reason, and why. */
+function rejection(rx, p, ks, prio, cost) {
+  if (p === QUOTA_OVERSIZE) return rx._events.rejected(REJECTED_QUOTA, ks.name, ks, prio, oversize(rx._quota, cost))
+  if (p === REJECTED_QUOTA) {
+    return rx._events.rejected(p, ks.name, ks, prio, 'it could not fit before its deadline (timeoutMs) at the rate the budget comes back')
+  }
+  return rx._events.rejected(p, ks.name, ks, prio)
+}
+
+function oversize(q, cost) {
+  for (const b of q.limits) {
+    const c = cost.get(q.names.indexOf(b.name))
+    if (c > b.limit) {
+      return `it costs ${c} ${b.name}, more than the whole budget of ${b.limit} ${b.name} per ${b.windowMs} ms, so it can never be admitted`
+    }
+  }
+  return 'it costs more than a whole budget'
+}
+
+// ---- settled usage -------------------------------------------------------------------------
+
+/** `ctx.charge(usage)` / `permit.charge(usage)`: the call really used `usage`; settle the difference. */
+function charge(holder, usage) {
+  const cost = holder._cost
+  if (cost === undefined || cost === null) {
+    throw new TypeError('resilix: charge(usage) needs a quota: create the instance with one, e.g. new Resilix({ quota: { tokens: 200000 } })')
+  }
+  const quota = holder._rx._quota
+  if (usage === null || typeof usage !== 'object' || Array.isArray(usage)) {
+    throw new TypeError(`resilix: charge(usage) expects an object such as { tokens: 1830 }, got ${describe(usage)}`)
+  }
+  const d = [0, 0, 0, 0]
+  let freed = false
+  for (const name of Object.keys(usage)) {
+    const i = quota.names.indexOf(name)
+    if (i < 0) {
+      throw new TypeError(`resilix: charge(usage): ${name} is not a budget of this quota (it has ${quota.names.join(', ')})${didYouMean(name, quota.names, 'cost')}`)
+    }
+    const v = amount(usage[name], `charge(usage): usage.${name}`)
+    d[i] = v - cost.get(i)
+    if (d[i] < 0) freed = true
+    cost.set(i, v)
+  }
+  const ks = holder._ks
+  if (!cost.charged || ks.handle < 0) return // refused or refunded already, or closed
+  native.quotaAdjust(ks.handle, cost.at, d[0], d[1], d[2], d[3])
+  if (freed) soon(ks)
+}
+
+/** A charged call that will not run (refused or gave up in the limiter's queue): refund it whole. */
+function refund(ks, cost) {
+  if (!cost.charged) return
+  cost.charged = false
+  if (ks.handle < 0) return
+  native.quotaAdjust(ks.handle, cost.at, -cost.c0, -cost.c1, -cost.c2, -cost.c3)
+  soon(ks)
+}
+
+/** A charged call admitted from the limiter's queue: the upstream counts it from now. */
+function restamp(ks, cost) {
+  if (!cost.charged) return
+  native.quotaRestamp(ks.handle, cost.at, cost.c0, cost.c1, cost.c2, cost.c3)
+  cost.at = native.nowMs()
+}
+
+// ---- response headers ----------------------------------------------------------------------
+
+const PREFIXES = ['x-ratelimit-', 'anthropic-ratelimit-', 'ratelimit-', 'retry-after']
+
+function relevant(name) {
+  for (const p of PREFIXES) if (name.startsWith(p)) return true
+  return false
+}
+
+/** The rate-limit headers of a response as `name: value` lines, '' when it has none. */
+function headerBlock(h) {
+  let block = ''
+  if (h === null || (typeof h !== 'object' && typeof h !== 'function')) return block
+  if (typeof h.entries === 'function' && typeof h.get === 'function') {
+    // fetch's Headers: names are lowercase already.
+    for (const [k, v] of h.entries()) if (relevant(k)) block += `${k}: ${v}\n`
+    return block
+  }
+  for (const k of Object.keys(h)) {
+    const n = k.toLowerCase()
+    if (!relevant(n)) continue
+    let v = h[k]
+    if (Array.isArray(v)) v = v[0]
+    if (typeof v === 'string' || typeof v === 'number') block += `${n}: ${v}\n`
+  }
+  return block
+}
+
+/** The status and headers of what an attempt produced: a Response, an undici result, or an error carrying one. */
+function responseOf(x) {
+  if (x === null || (typeof x !== 'object' && typeof x !== 'function')) return null
+  if (x.headers !== undefined && x.headers !== null) return x
+  const r = x.response
+  if (r !== null && typeof r === 'object' && r.headers !== undefined) return r
+  return null
+}
+
+/**
+ * A call of a paced quota settled with `x` (its value or its error): its headers tighten the
+ * budget, a 429 cools the key down. Untrusted: a throwing getter is no reading.
+ */
+function observe(holder, x) {
+  try {
+    const r = responseOf(x)
+    if (r === null) return
+    const status = r.status ?? r.statusCode
+    observeHeaders(holder._ks, holder._cost, status, r.headers)
+  } catch {}
+}
+
+/** `status` and `headers` (a Headers or a plain object) of a response to a call charged `cost`. */
+function observeHeaders(ks, cost, status, headers) {
+  const block = headerBlock(headers)
+  const refused = status === 429
+  if (block === '' && !refused) return
+  if (ks.handle < 0) return
+  native.quotaObserve(ks.handle, block, Date.now(), refused, cost.at, cost.c0, cost.c1, cost.c2, cost.c3)
+  soon(ks)
+}
+
+// ---- calls waiting for budget --------------------------------------------------------------
+
+/** The key's calls waiting for budget: a list by level (lib/queue.js's), and one timer. */
+class Line {
+  constructor() {
+    this.head = null
+    this.tail = null
+    this.tails = null
+    this.timer = null
+    this.at = Infinity
+  }
+}
+
+/** Hooks set by lib/call.js (which requires this module): start, queue or refuse a waiter. */
+const hooks = { admitted: null, refused: null }
+
+let queueFns = null
+function lists() {
+  return (queueFns ??= require('./queue'))
+}
+
+/** A call told QUOTA_WAIT waits for budget; it asks again at the time the engine named. */
+function enqueue(call) {
+  const ks = call._ks
+  const line = (ks.line ??= new Line())
+  lists().insert(line, call)
+  arm(ks, line.head === call ? clockCell[2] : line.at)
+}
+
+/** A waiter for budget gives up (deadline, abort, close). */
+function leave(call) {
+  const ks = call._ks
+  const line = ks.line
+  const wasHead = line.head === call
+  lists().unlink(line, call)
+  call._permit = -1
+  if (ks.handle >= 0) native.quotaLeave(ks.handle, call._cost.c0, call._cost.c1, call._cost.c2, call._cost.c3)
+  if (line.head === null) disarm(line)
+  else if (wasHead) soon(ks)
+}
+
+/** A call told QUOTA_WAIT that never reached the line (its signal refused a listener). */
+function leaveEngine(call) {
+  const c = call._cost
+  call._permit = -1
+  if (call._ks.handle >= 0) native.quotaLeave(call._ks.handle, c.c0, c.c1, c.c2, c.c3)
+}
+
+/** close(): the key's waiters have been answered; its timer goes. */
+function closeLine(ks) {
+  if (ks.line !== null) disarm(ks.line)
+}
+
+/** Ask again for the head at engine time `at` (ms). */
+function arm(ks, at) {
+  const line = ks.line
+  if (line === null || line === undefined || line.head === null) return
+  if (line.timer !== null && line.at <= at) return
+  if (line.timer !== null) clearTimeout(line.timer)
+  line.at = at
+  // Ref'd: a caller waits for its answer (ADR 0603).
+  line.timer = setTimeout(pump, Math.max(0, Math.ceil(at - native.nowMs())), ks)
+}
+
+function disarm(line) {
+  if (line.timer !== null) clearTimeout(line.timer)
+  line.timer = null
+  line.at = Infinity
+}
+
+/** Budget may have come back (a refund, a reading, a waiter left): ask for the head at once. */
+function soon(ks) {
+  const line = ks.line
+  if (line === undefined || line === null || line.head === null) return
+  arm(ks, 0)
+}
+
+/** The head asks again; each one admitted lets the next ask. */
+function pump(ks) {
+  const line = ks.line
+  line.timer = null
+  line.at = Infinity
+  let call
+  while ((call = line.head) !== null) {
+    if (ks.handle < 0) return
+    const left = call._dlist !== null ? call._deadline - native.nowMs() : undefined
+    const prio = call._prio
+    const p = acquireCosting(ks, left, prio === null ? DEFAULT_LEVEL : prio.level, prio === null ? 0 : prio.id, call._cost, true)
+    if (p === QUOTA_WAIT) {
+      arm(ks, clockCell[2])
+      return
+    }
+    lists().unlink(line, call)
+    call._permit = p
+    if (p >= 0 || p === -1) hooks.admitted(call, p)
+    else hooks.refused(call, p)
+  }
+}
+
+const { DEFAULT_LEVEL } = require('./native')
+
+module.exports = {
+  quotaOption, costOption, Cost, acquireCosting, rejection, charge, refund, restamp, observe, observeHeaders,
+  enqueue, leave, leaveEngine, closeLine, hooks, MAX_COSTS, MAX_BUDGETS, WINDOW_MS, QUOTA_WAIT,
+}

@@ -5,7 +5,7 @@
 // calls, their timer, and reading a response's headers. An instance without a quota never
 // comes here.
 
-const { native, clockCell, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, REJECTED_BASE, REASONS } = require('./native')
+const { native, clockCell, QUEUED, STALE_HANDLE, REGISTRY_FULL, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, REJECTED_BASE, REASONS } = require('./native')
 const { describe } = require('./options')
 const { didYouMean } = require('./suggest')
 
@@ -146,7 +146,7 @@ function amount(x, what) {
 /** Acquires for `cost` on `ks`: a permit or code as acquireAt, or QUOTA_WAIT (ready time in the clock cell). */
 function acquireCosting(ks, budgetMs, level, tenantId, cost, head) {
   const p = native.acquireCosting(ks.handle, budgetMs === undefined ? -1 : budgetMs, level, tenantId, cost.c0, cost.c1, cost.c2, cost.c3, head ? 1 : 0)
-  if (p >= 0 || p === -1 /* QUEUED */) {
+  if (p >= 0 || p === QUEUED) {
     cost.charged = true
     cost.at = clockCell[0]
   }
@@ -373,9 +373,11 @@ function pump(ks) {
       return
     }
     lists().unlink(line, call)
-    call._permit = p
-    if (p >= 0 || p === -1) hooks.admitted(call, p)
-    else hooks.refused(call, p)
+    // A key with waiters is never evicted; a stale handle would be a closed instance's.
+    const code = p === STALE_HANDLE ? REGISTRY_FULL : p
+    call._permit = code
+    if (code >= 0 || code === QUEUED) hooks.admitted(call, code)
+    else hooks.refused(call, code)
   }
 }
 

@@ -15,7 +15,7 @@
 // windows to drain; calls still waiting then are dropped. Printed per library: calls sent, the
 // 429s they met, and the token budget used over the whole windows of the offered period.
 //
-//   node benches/node/quota-peers.mjs [--seconds 24] [--window-ms 6000] [--tokens 200000] [--requests 500]
+//   node benches/node/quota-peers.mjs [--seconds 24] [--window-ms 6000] [--tokens 200000] [--requests 500] [--only resilix,bottleneck]
 import { parseArgs } from 'node:util'
 import { createRequire } from 'node:module'
 import PQueue from 'p-queue'
@@ -31,6 +31,7 @@ const { values: opt } = parseArgs({
     'window-ms': { type: 'string', default: '6000' },
     tokens: { type: 'string', default: '200000' },
     requests: { type: 'string', default: '500' },
+    only: { type: 'string' },
   },
 })
 const DURATION_MS = Number(opt.seconds) * 1000
@@ -130,6 +131,7 @@ async function main() {
   console.log('| library | calls offered | reached the upstream | 429s met | % of those sent | token budget used | most tokens in one window |')
   console.log('|---|---|---|---|---|---|---|')
   for (const c of contenders) {
+    if (opt.only !== undefined && !opt.only.split(',').includes(c.name)) continue
     const r = await run(c)
     console.log(`| ${r.name} | ${r.offered} | ${r.sent} | ${r.got429} | ${r.pct429.toFixed(1)} % | ${(100 * r.util).toFixed(1)} % | ${(100 * r.maxWindow).toFixed(1)} % |`)
   }

@@ -11,7 +11,10 @@ const { priorityOption, tenantOption } = require('../levels')
 
 const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'mark', 'retry', 'retryMethods', 'priority', 'tenant', 'cost', 'usage', 'pace'])
 
-/** The most body a `usage` function is shown of a response that is not an event stream. */
+/**
+ * The most body a `usage` function is shown of a response that is not an event stream: a
+ * guess, far above an LLM API's JSON answer (kilobytes), small enough to hold per request.
+ */
 const USAGE_BODY_BYTES = 1 << 20
 
 /** The methods RFC 9110 defines as idempotent: the only ones retried unless told otherwise. */

@@ -27,12 +27,14 @@ export const RESILIX = {
   defaultsTimedRetry: { initialLimit: 100, timeoutMs: 10_000, retry: true },
   /** `defaults` with a quota that never runs out: a call that names no cost pays 1 request. */
   defaultsQuota: { initialLimit: 100, quota: { requests: Number.MAX_SAFE_INTEGER } },
-  /** The same with a token budget, every call naming its cost (`CALL_OPTIONS`). */
+  /** `defaults`, every call naming its key (`CALL_OPTIONS`): the baseline of the next. */
+  defaultsKeyed: { initialLimit: 100 },
+  /** The same with a token budget, every call naming its key and its cost (`CALL_OPTIONS`). */
   defaultsQuotaCost: { initialLimit: 100, quota: { requests: Number.MAX_SAFE_INTEGER, tokens: Number.MAX_SAFE_INTEGER } },
 }
 
 /** The options of each call, for the cases that name any. */
-export const CALL_OPTIONS = { defaultsQuotaCost: { cost: { tokens: 1200 } } }
+export const CALL_OPTIONS = { defaultsKeyed: { key: 'default' }, defaultsQuotaCost: { key: 'default', cost: { tokens: 1200 } } }
 
 /** A no-op subscriber on each per-call diagnostics channel (what a metrics helper costs, less its own work). */
 export function subscribeToCalls() {

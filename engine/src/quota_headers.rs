@@ -230,10 +230,18 @@ fn until(at: i64, wall_now_ms: f64) -> u64 {
     to_ns(((at as f64 - wall_now_ms) * 1e6).max(0.0))
 }
 
-/// A reset in any form the families write: a duration (`6m0s`), seconds (`12`, `1.5`), or an
-/// RFC 3339 time (relative to `wall_now_ms`, the Unix time in ms). Ns from now.
+/// Plain seconds from this many on are a Unix time, not a delay (about 31.7 years): GitHub's
+/// `x-ratelimit-reset` is one, and read as a delay it would hold a key for decades.
+const UNIX_SECONDS_FROM: f64 = 1e9;
+
+/// A reset in any form the families write: a duration (`6m0s`), seconds (`12`, `1.5`), a Unix
+/// time in seconds, or an RFC 3339 time (both relative to `wall_now_ms`, the Unix time in ms).
+/// Ns from now.
 pub fn parse_reset(s: &str, wall_now_ms: f64) -> Option<u64> {
     if let Some(x) = decimal(s) {
+        if x >= UNIX_SECONDS_FROM {
+            return Some(until((x * 1000.0) as i64, wall_now_ms));
+        }
         return Some(to_ns(x * NS_PER_S));
     }
     if let Some(ns) = parse_duration(s) {
@@ -440,6 +448,8 @@ mod tests {
             Some(3_250 * MS)
         );
         assert_eq!(parse_reset("2024-05-01T11:00:00Z", now), Some(0), "past");
+        assert_eq!(parse_reset("1714564830", now), Some(30 * S), "Unix seconds");
+        assert_eq!(parse_reset("1714564700", now), Some(0), "Unix seconds, past");
         assert_eq!(parse_reset("-3", now), None);
         assert_eq!(parse_reset("soon", now), None);
     }

@@ -47,6 +47,25 @@ pub(super) fn publish(t: Nanos) {
     });
 }
 
+/// Elements of the clock cell: 0 the clock, 1 the stall, 2 a quota wait's time, and 3…10 the
+/// arguments of `acquireCosting` (quota.rs), written by JS: numbers through memory cost less
+/// than N-API arguments, each of which is a call.
+pub(super) const CELL_LEN: usize = 11;
+
+/// Element `i` of the clock cell (0 before the module is initialised on this thread).
+#[inline]
+pub(super) fn cell(i: usize) -> f64 {
+    CLOCK_CELL.with(|c| {
+        let p = c.get();
+        // SAFETY: as in `publish`; `i` is below CELL_LEN.
+        if p.is_null() || i >= CELL_LEN {
+            0.0
+        } else {
+            unsafe { *p.add(i) }
+        }
+    })
+}
+
 /// The time a call waiting for budget may ask again (clock cell element 2, ms).
 #[inline]
 pub(super) fn publish_ready(t: Nanos) {
@@ -275,7 +294,7 @@ unsafe fn clock_cell(env: sys::napi_env) -> Result<sys::napi_value> {
     let mut buffer = ptr::null_mut();
     napi::check_status!(sys::napi_create_arraybuffer(
         env,
-        24,
+        CELL_LEN * 8,
         &mut data,
         &mut buffer
     ))?;
@@ -283,7 +302,7 @@ unsafe fn clock_cell(env: sys::napi_env) -> Result<sys::napi_value> {
     napi::check_status!(sys::napi_create_typedarray(
         env,
         sys::TypedarrayType::float64_array,
-        3,
+        CELL_LEN,
         buffer,
         0,
         &mut cell
@@ -294,7 +313,9 @@ unsafe fn clock_cell(env: sys::napi_env) -> Result<sys::napi_value> {
     let p = data as *mut f64;
     *p = now() as f64 * 1e-6;
     *p.add(1) = f64::INFINITY;
-    *p.add(2) = 0.0;
+    for i in 2..CELL_LEN {
+        *p.add(i) = 0.0;
+    }
     CLOCK_CELL.with(|c| c.set(p));
     CLOCK_REF.with(|r| r.set(reference));
     if existing.is_null() {

@@ -8,7 +8,7 @@ use napi_derive::napi;
 
 use super::codes::*;
 use super::engines::{acquired_code, now, with_engine};
-use super::hot::{number, numbers, panicked, publish, publish_ready};
+use super::hot::{cell, number, numbers, panicked, publish, publish_ready};
 use resilix_engine::priority::LEVELS;
 use resilix_engine::quota::{Costs, COSTS};
 use resilix_engine::quota_headers::read_header_block;
@@ -39,8 +39,8 @@ fn at_of(ms: f64) -> Nanos {
     }
 }
 
-fn acquire_costing_impl(a: [f64; 9]) -> f64 {
-    let [handle, budget_ms, level, tenant, c0, c1, c2, c3, head] = a;
+fn acquire_costing_impl(handle: f64) -> f64 {
+    let [budget_ms, level, tenant, head, c0, c1, c2, c3] = std::array::from_fn(|i| cell(3 + i));
     let t = now();
     publish(t);
     let budget = if budget_ms.is_finite() && budget_ms > 0.0 {
@@ -69,18 +69,18 @@ fn acquire_costing_impl(a: [f64; 9]) -> f64 {
     .unwrap_or(STALE_HANDLE)
 }
 
-/// `acquireCosting(handle, budgetMs, level, tenant, c0, c1, c2, c3, head)`: acquire on a key
-/// with a quota for a call that costs `c0…c3`; `head` 1: the oldest waiter for budget asks
-/// again. A permit or code as `acquireAt`, or `QUOTA_WAIT` (the time to ask again is in the
-/// clock cell's element 2) or `QUOTA_OVERSIZE`. Raw, as the hot path: 9 numbers cross.
+/// `acquireCosting(handle)`, with the clock cell's elements 3…10 written first: `budgetMs`,
+/// `level`, `tenant`, `head` (1: the oldest waiter for budget asks again), and the costs
+/// `c0…c3`. Acquire on a key with a quota for a call of those costs: a permit or code as
+/// `acquireAt`, or `QUOTA_WAIT` (the time to ask again in element 2) or `QUOTA_OVERSIZE`.
 pub(super) unsafe extern "C" fn acquire_costing_cb(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
-    let Some(a) = numbers::<9>(env, info) else {
+    let Some([h]) = numbers::<1>(env, info) else {
         return ptr::null_mut();
     };
-    match std::panic::catch_unwind(|| acquire_costing_impl(a)) {
+    match std::panic::catch_unwind(|| acquire_costing_impl(h)) {
         Ok(x) => number(env, x),
         Err(e) => panicked(env, e),
     }

@@ -84,3 +84,19 @@ check('a listener that throws never disturbs the call', async () => {
     process.off('uncaughtException', onError)
   }
 })
+
+check('a quota: a call waits for budget, an oversize one is refused, usage settles, a 429 cools the key down', async () => {
+  const rx = new Resilix({ breaker: false, throttle: false, quota: { requests: 1, tokens: 100, windowMs: 200, pace: true } })
+  let ran = false
+  await assert.rejects(rx.execute(() => (ran = true), { key: 'k', cost: { tokens: 101 } }), (e) => isRejectedError(e) && e.reason === 'quota')
+  assert.equal(ran, false)
+  await rx.execute((ctx) => ctx.charge({ tokens: 10 }), { key: 'k', cost: { tokens: 90 } })
+  const t0 = performance.now()
+  await rx.execute(() => 1, { key: 'k' }) // the request budget waits a window
+  assert.ok(performance.now() - t0 >= 150, 'waited for the request budget')
+  const q = rx.stats('k').quota
+  assert.deepEqual(q.budgets.map((b) => [b.name, b.spent]), [['requests', 1], ['tokens', 0]])
+  await rx.execute(() => ({ status: 429, headers: new Headers({ 'retry-after-ms': '100' }) }), { key: 'j' })
+  assert.equal(rx.stats('j').quota.cooldowns, 1)
+  rx.close()
+})

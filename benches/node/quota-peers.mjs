@@ -16,6 +16,9 @@
 // 429s they met, and the token budget used over the whole windows of the offered period.
 //
 //   node benches/node/quota-peers.mjs [--seconds 24] [--window-ms 6000] [--tokens 200000] [--requests 500] [--only resilix,bottleneck]
+//                                     [--family openai|anthropic|none] [--client-factor 1]
+// --family none: the upstream sends no rate-limit headers and no retry-after; --client-factor:
+// resilix's configured budget is this multiple of the upstream's (a wrong configuration).
 import { parseArgs } from 'node:util'
 import { createRequire } from 'node:module'
 import PQueue from 'p-queue'
@@ -32,12 +35,16 @@ const { values: opt } = parseArgs({
     tokens: { type: 'string', default: '200000' },
     requests: { type: 'string', default: '500' },
     only: { type: 'string' },
+    family: { type: 'string', default: 'openai' },
+    'client-factor': { type: 'string', default: '1' },
   },
 })
 const DURATION_MS = Number(opt.seconds) * 1000
 const WINDOW_MS = Number(opt['window-ms'])
 const TOKENS = Number(opt.tokens)
 const REQUESTS = Number(opt.requests)
+/** resilix's configured budget over the upstream's: above 1, the client believes too much. */
+const CLIENT_FACTOR = Number(opt['client-factor'])
 
 /** One request to the mock with fetch: its status, and its usage when answered. */
 async function post(url, req, signal) {
@@ -50,7 +57,7 @@ export const contenders = [
   {
     name: 'resilix',
     setup() {
-      const rx = new Resilix({ quota: { requests: REQUESTS, tokens: TOKENS, windowMs: WINDOW_MS, pace: true }, timeoutMs: 2 * WINDOW_MS })
+      const rx = new Resilix({ quota: { requests: Math.round(CLIENT_FACTOR * REQUESTS), tokens: Math.round(CLIENT_FACTOR * TOKENS), windowMs: WINDOW_MS, pace: true }, timeoutMs: 2 * WINDOW_MS })
       return {
         send: (url, req) =>
           rx.execute(
@@ -101,7 +108,7 @@ function utilisation(s) {
 }
 
 async function run(c) {
-  const up = await startLlmUpstream({ requests: REQUESTS, tokens: TOKENS, windowMs: WINDOW_MS })
+  const up = await startLlmUpstream({ requests: REQUESTS, tokens: TOKENS, windowMs: WINDOW_MS, family: opt.family })
   const lib = c.setup()
   const url = up.url()
   const reqs = promptMix(7, 5000)

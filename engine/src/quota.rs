@@ -268,6 +268,9 @@ pub struct Quota {
     dims: Vec<(u8, SlidingWindow)>,
     names: [Option<Dimension>; COSTS],
     caps: [Option<Cap>; COSTS],
+    /// The limit the upstream last announced for each cost, if lower than configured: the
+    /// rate the budget comes back at after a cooldown.
+    announced: [Option<u64>; COSTS],
     cooldown_until: Nanos,
     waiting: u32,
     queued: Costs,
@@ -287,6 +290,7 @@ impl Quota {
                 .collect(),
             names: opts.names,
             caps: [None; COSTS],
+            announced: [None; COSTS],
             cooldown_until: 0,
             waiting: 0,
             queued: [0; COSTS],
@@ -429,6 +433,13 @@ impl Quota {
             });
             began = self.cool_down(now, wait);
         }
+        for d in &reading.dims {
+            if let (Some(limit), Some(c)) =
+                (d.limit, self.names.iter().position(|n| *n == Some(d.dim)))
+            {
+                self.announced[c] = Some(limit);
+            }
+        }
         if now < self.cooldown_until {
             return began;
         }
@@ -458,7 +469,8 @@ impl Quota {
     }
 
     /// The whole key waits `wait_ns`; then its budget comes back at each dimension's mean rate
-    /// over one window rather than all at once. `true` when this began a cooldown (one that
+    /// over one window (of the lower of its configured and its announced limit) rather than
+    /// all at once. `true` when this began a cooldown (one that
     /// was running is only extended).
     pub fn cool_down(&mut self, now: Nanos, wait_ns: u64) -> bool {
         let began = now >= self.cooldown_until;
@@ -472,11 +484,12 @@ impl Quota {
                 continue;
             };
             let w = &self.dims[w].1;
+            let limit = self.announced[c].map_or(w.limit, |a| a.min(w.limit));
             self.caps[c] = Some(Cap {
                 from: until,
                 until: until.saturating_add(w.window_ns),
                 base: 0,
-                rate: w.limit as f64 / w.window_ns.max(1) as f64,
+                rate: limit as f64 / w.window_ns.max(1) as f64,
                 spent: 0,
             });
         }

@@ -449,7 +449,11 @@ mod tests {
         );
         assert_eq!(parse_reset("2024-05-01T11:00:00Z", now), Some(0), "past");
         assert_eq!(parse_reset("1714564830", now), Some(30 * S), "Unix seconds");
-        assert_eq!(parse_reset("1714564700", now), Some(0), "Unix seconds, past");
+        assert_eq!(
+            parse_reset("1714564700", now),
+            Some(0),
+            "Unix seconds, past"
+        );
         assert_eq!(parse_reset("-3", now), None);
         assert_eq!(parse_reset("soon", now), None);
     }

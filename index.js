@@ -271,15 +271,7 @@ class Resilix {
   /** `_acquire` on an instance with a quota: the call costs `cost` (lib/quota.js). */
   _acquireCosting(ks, budgetMs, prio, cost) {
     let p = acquireCost(ks, budgetMs, prio, cost)
-    if (p === STALE_HANDLE) {
-      this._keys.delete(ks.name)
-      const fresh = this._keyState(ks.name)
-      if (fresh === null) return REGISTRY_FULL
-      ks.handle = fresh.handle
-      ks.observed = -1
-      this._keys.set(ks.name, ks)
-      p = acquireCost(ks, budgetMs, prio, cost)
-    }
+    if (p === STALE_HANDLE) p = this._resolveAgain(ks) ? acquireCost(ks, budgetMs, prio, cost) : REGISTRY_FULL
     if (this._events.watching) this._events.observe(ks)
     return p
   }
@@ -287,17 +279,23 @@ class Resilix {
   /** `_acquire` for a call that names a priority or a tenant (lib/levels.js). */
   _acquireAt(ks, budgetMs, prio) {
     let p = acquireAt(ks.handle, budgetMs, prio)
-    if (p === STALE_HANDLE) {
-      this._keys.delete(ks.name)
-      const fresh = this._keyState(ks.name)
-      if (fresh === null) return REGISTRY_FULL
-      ks.handle = fresh.handle
-      ks.observed = -1
-      this._keys.set(ks.name, ks)
-      p = acquireAt(ks.handle, budgetMs, prio)
-    }
+    if (p === STALE_HANDLE) p = this._resolveAgain(ks) ? acquireAt(ks.handle, budgetMs, prio) : REGISTRY_FULL
     if (this._events.watching) this._events.observe(ks)
     return p
+  }
+
+  /**
+   * `ks`'s key was evicted behind our back: resolve it again into the same KeyState (see
+   * `_acquire`). False when the registry is full (the call is rejected as 'registry').
+   */
+  _resolveAgain(ks) {
+    this._keys.delete(ks.name)
+    const fresh = this._keyState(ks.name)
+    if (fresh === null) return false
+    ks.handle = fresh.handle
+    ks.observed = -1
+    this._keys.set(ks.name, ks)
+    return true
   }
 
   /** Settles a permit (lib/permit.js, which cannot require lib/call.js: call.js requires it). */

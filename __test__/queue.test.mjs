@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import { getEventListeners } from 'node:events'
 import { isRejectedError, isTimeoutError } from '../index.js'
 import { fixed, deferred, sleep, keepAlive, honoursSignal } from './helpers.mjs'
+import { prng } from './fixtures/prng.mjs'
 
 /** A call whose fn holds until the test releases it; records when fn starts. */
 function held(rx, key, started, id, opts = {}) {
@@ -254,21 +255,9 @@ test('queue: stats.queued is exact at every step of enqueue, abort, deadline and
   assert.equal(s.verdicts.cancelled, 1)
 })
 
-/** Deterministic PRNG for the random mixes (mulberry32). */
-export function rng(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 test('queue: 100 000 calls with random aborts and deadlines leave inflight and queued at 0', async () => {
   const rx = fixed(8, { seed: 7 })
-  const rand = rng(7)
+  const rand = prng(7)
   const stop = keepAlive()
   const N = 100_000
   const BATCH = 1000

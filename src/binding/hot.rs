@@ -103,15 +103,20 @@ fn acquire_impl(handle: f64) -> f64 {
     .unwrap_or(STALE_HANDLE)
 }
 
-fn acquire_within_impl(handle: f64, budget_ms: f64) -> f64 {
-    let t = now();
-    publish(t);
-    // No finite positive budget: no deadline to respect.
-    let budget = if budget_ms.is_finite() && budget_ms > 0.0 {
+/// A call's deadline in ms as the engine's budget in ns; none finite and positive: no deadline.
+#[inline]
+pub(super) fn budget_of(budget_ms: f64) -> u64 {
+    if budget_ms.is_finite() && budget_ms > 0.0 {
         (budget_ms * 1e6) as u64
     } else {
         u64::MAX
-    };
+    }
+}
+
+fn acquire_within_impl(handle: f64, budget_ms: f64) -> f64 {
+    let t = now();
+    publish(t);
+    let budget = budget_of(budget_ms);
     with_engine(handle, |e, k| {
         e.acquire_within(k, t, budget)
             .map_or(STALE_HANDLE, acquired_code)

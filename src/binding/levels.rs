@@ -40,11 +40,7 @@ pub fn level_of(handle: f64, priority: u32, tenant: Option<String>) -> Result<f6
 pub fn acquire_at(handle: f64, budget_ms: f64, level: u32, tenant: f64) -> f64 {
     let t = now();
     publish(t);
-    let budget = if budget_ms.is_finite() && budget_ms > 0.0 {
-        (budget_ms * 1e6) as u64
-    } else {
-        u64::MAX
-    };
+    let budget = super::hot::budget_of(budget_ms);
     let level = level.min(LEVELS as u32 - 1) as u8;
     let tenant = tenant_of(tenant);
     with_engine(handle, |e, k| {

@@ -8,7 +8,7 @@ use napi_derive::napi;
 
 use super::codes::*;
 use super::engines::{acquired_code, now, with_engine};
-use super::hot::{cell, number, numbers, panicked, publish, publish_ready};
+use super::hot::{budget_of, cell, number, numbers, panicked, publish, publish_ready};
 use resilix_engine::priority::LEVELS;
 use resilix_engine::quota::{Costs, COSTS};
 use resilix_engine::quota_headers::read_header_block;
@@ -43,11 +43,7 @@ fn acquire_costing_impl(handle: f64) -> f64 {
     let [budget_ms, level, tenant, head, c0, c1, c2, c3] = std::array::from_fn(|i| cell(3 + i));
     let t = now();
     publish(t);
-    let budget = if budget_ms.is_finite() && budget_ms > 0.0 {
-        (budget_ms * 1e6) as u64
-    } else {
-        u64::MAX
-    };
+    let budget = budget_of(budget_ms);
     let level = if level.is_finite() && level >= 0.0 {
         (level as u32).min(LEVELS as u32 - 1) as u8
     } else {

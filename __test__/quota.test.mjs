@@ -166,3 +166,69 @@ test('a call admitted at once with a quota and no deadline runs on the plain pat
   assert.equal(rx.stats('default').quota.budgets[0].spent, 1)
   rx.close()
 })
+
+test('soak: 20 000 calls with random costs, deadlines, aborts, usage and retries leave nothing waiting or charged', async () => {
+  const { prng } = await import('./fixtures/prng.mjs')
+  const rand = prng(11)
+  const rx = new Resilix({ ...quiet, seed: 3, quota: { requests: 400, tokens: 40_000, windowMs: 200 } })
+  const calls = []
+  for (let i = 0; i < 20_000; i++) {
+    const r = rand()
+    const ac = r < 0.1 ? new AbortController() : undefined
+    const opts = {
+      key: r < 0.5 ? 'a' : 'b',
+      cost: { tokens: Math.floor(rand() * 1500) },
+      timeoutMs: rand() < 0.3 ? 1 + Math.floor(rand() * 300) : undefined,
+      signal: ac?.signal,
+      priority: rand() < 0.2 ? 'critical' : undefined,
+      retry: rand() < 0.1 ? { attempts: 2, baseMs: 1, maxDelayMs: 2 } : undefined,
+    }
+    const used = Math.floor(rand() * 1000)
+    const fail = rand() < 0.05
+    calls.push(
+      rx
+        .execute(async (ctx) => {
+          await sleep(rand() * 3)
+          ctx.charge({ tokens: used })
+          return fail ? { status: 503 } : 1
+        }, opts)
+        .catch(() => {}),
+    )
+    if (ac !== undefined) setTimeout(() => ac.abort(new Error('gone')), rand() * 50)
+    if (i % 500 === 0) await sleep(1)
+  }
+  await Promise.all(calls)
+  for (const key of ['a', 'b']) {
+    const s = rx.stats(key)
+    assert.equal(s.inflight, 0, `${key}: inflight`)
+    assert.equal(s.queued, 0, `${key}: queued`)
+    assert.equal(s.quota.waiting, 0, `${key}: waiting for budget`)
+  }
+  // Two windows later every charge has left the window: none was lost or doubled for good.
+  await sleep(500)
+  for (const key of ['a', 'b']) {
+    assert.deepEqual(rx.stats(key).quota.budgets.map((b) => b.spent), [0, 0], key)
+  }
+  rx.close()
+})
+
+test('a critical call waiting for budget goes before normal ones that waited longer', async () => {
+  const rx = new Resilix({ ...quiet, quota: { requests: 1, windowMs: 300 } })
+  await rx.execute(() => 0)
+  const order = []
+  const normal = [1, 2].map((i) => rx.execute(() => order.push(`normal${i}`)))
+  await sleep(5)
+  const critical = rx.execute(() => order.push('critical'), { priority: 'critical' })
+  await Promise.all([...normal, critical])
+  assert.deepEqual(order, ['critical', 'normal1', 'normal2'])
+  rx.close()
+})
+
+test('a retrying call waits for budget like any call, with or without a deadline per attempt', async () => {
+  const rx = new Resilix({ ...quiet, quota: { requests: 1, windowMs: 200 } })
+  await rx.execute(() => 0)
+  assert.equal(await rx.execute(() => 'waited', { retry: true }), 'waited')
+  assert.equal(await rx.execute(() => 'per attempt', { retry: { attemptTimeoutMs: 1000 }, timeoutMs: 2000 }), 'per attempt')
+  assert.equal(rx.stats('default').quota.waiting, 0)
+  rx.close()
+})

@@ -43,7 +43,7 @@ function startRetrying(rx, ks, fn, policy, timeoutMs, signal, p, prio = null, co
   if (prio === null && cost === null && p >= 0 && timeoutMs === undefined && signal === undefined && policy.attemptTimeoutMs === undefined && !diag.active()) {
     return runPlainRetrying(rx, ks, fn, policy, p)
   }
-  if (p < 0 && p !== QUEUED) return Promise.reject(rx._events.rejected(p, ks.name, ks, prio)) // never retried
+  if (p < 0 && p !== QUEUED && p !== QUOTA_WAIT) return Promise.reject(rx._events.rejected(p, ks.name, ks, prio)) // never retried
   if (policy.attemptTimeoutMs === undefined) {
     const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
     call._retry = policy

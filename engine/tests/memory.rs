@@ -5,6 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
+use resilix_engine::quota::{QuotaDim, QuotaOptions};
 use resilix_engine::retry::Settled;
 use resilix_engine::{
     tenant_id, Acquired, Engine, PolicyOptions, PolicySet, Priority, RegistryOptions, RetryPolicy,
@@ -90,12 +91,42 @@ fn a_key_that_saw_an_overload_holds_its_throttle_window_within_2_5_kib() {
     );
 }
 
+/// A key with a quota of two budgets (requests and tokens per minute) holds two windows of 62
+/// buckets and the quota's caps: 1.4 KiB more (ADR 1100); a key without one, one pointer.
+#[test]
+fn a_key_with_a_quota_of_two_budgets_holds_at_most_1_5_kib_more() {
+    let mut q = QuotaOptions::default();
+    for (i, limit) in [500, 200_000].into_iter().enumerate() {
+        q.dims[i] = QuotaDim {
+            cost: i as u8,
+            limit,
+            window_ns: 60_000 * NANOS_PER_MS,
+        };
+    }
+    q.len = 2;
+    let p = PolicyOptions {
+        quota: Some(q),
+        ..PolicyOptions::default()
+    };
+    let (total, per_key) = measure_with(p, false, false, false);
+    let (_, base) = measure(false, false, false);
+    assert!(per_key <= base + 1_536.0, "{per_key:.0} bytes per key");
+    println!(
+        "engine memory with a quota of two budgets: {total} bytes for {KEYS} keys = {per_key:.0} bytes per key"
+    );
+}
+
 /// (bytes, bytes per key) held by an engine whose keys ran a few calls; `retry`: each key's
 /// calls also asked for a retry; `tenants`: each key's calls named 40 tenants; `overload`: one
 /// of each key's calls was answered overloaded.
 fn measure(retry: bool, tenants: bool, overload: bool) -> (i64, f64) {
+    measure_with(PolicyOptions::default(), retry, tenants, overload)
+}
+
+/// `measure` with these policies.
+fn measure_with(policies: PolicyOptions, retry: bool, tenants: bool, overload: bool) -> (i64, f64) {
     let before = LIVE.with(|l| l.get());
-    let mut e = Engine::new(PolicyOptions::default(), RegistryOptions::default(), 1).unwrap();
+    let mut e = Engine::new(policies, RegistryOptions::default(), 1).unwrap();
     let t = 1_000 * NANOS_PER_MS;
     let mut held = Vec::with_capacity(PEAK);
     for i in 0..KEYS {

@@ -232,3 +232,17 @@ test('a retrying call waits for budget like any call, with or without a deadline
   assert.equal(rx.stats('default').quota.waiting, 0)
   rx.close()
 })
+
+test('several budgets at once: per short window and per long window, the tighter one holds', async () => {
+  const rx = new Resilix({ ...quiet, quota: [{ requests: 2, windowMs: 150 }, { requests: 3, windowMs: 1500 }] })
+  const t0 = performance.now()
+  const at = []
+  await Promise.all([0, 1, 2, 3].map(() => rx.execute(() => at.push(performance.now() - t0))))
+  at.sort((a, b) => a - b)
+  assert.ok(at[1] < 100, `two at once: ${at}`)
+  assert.ok(at[2] >= 150 && at[2] < 1000, `the third after the short window: ${at}`)
+  assert.ok(at[3] >= 1500, `the fourth after the long window: ${at}`)
+  const b = rx.stats('default').quota.budgets
+  assert.deepEqual(b.map((x) => [x.name, x.windowMs, x.limit]), [['requests', 150, 2], ['requests', 1500, 3]])
+  rx.close()
+})

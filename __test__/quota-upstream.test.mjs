@@ -1,7 +1,7 @@
 // Quotas against a mock LLM API in its own process that enforces 500 requests and 200 000
 // tokens per minute as OpenAI does (an exact sliding log; 429 with retry-after above it), its
-// window scaled down tenfold: 500 requests and 200 000 tokens per 6 s, so that a prompt is the
-// same share of the budget as it is per minute. One process offers twice
+// window scaled down twentyfold: 500 requests and 200 000 tokens per 3 s, so that a prompt is
+// the same share of the budget as it is per minute. One process offers twice
 // the token budget with prompts of 100 to 8 000 tokens, through fetch and through the undici
 // interceptor with streaming, with default options plus the quota. Goals: no 429 at all, and
 // at least 90 % of the token budget used. Each run prints its figures.
@@ -14,8 +14,8 @@ import { startLlmUpstream, promptMix, offeredRate, offer, bodyOf } from './fixtu
 
 const REQUESTS = 500
 const TOKENS = 200_000
-const WINDOW_MS = 6_000
-const DURATION_MS = 18_000
+const WINDOW_MS = 3_000
+const DURATION_MS = 9_000
 const quota = { requests: REQUESTS, tokens: TOKENS, windowMs: WINDOW_MS, pace: true }
 
 /**

@@ -300,6 +300,37 @@ export interface ResilixOptions {
    * so a client alone on its quota meets no 429. Default: none.
    */
   quota?: QuotaBudget | readonly QuotaBudget[]
+  /**
+   * Shares `quota` with every process that uses the same store: one budget for the whole
+   * fleet, as the upstream counts it per account. Each process spends leases of it, so that no
+   * call waits on the store. Needs `quota`. Default: none (each process has its own quota).
+   * @example new Resilix({ quota: { requests: 500, tokens: 200000 }, quotaStore: redisQuotaStore(redis) })
+   */
+  quotaStore?: QuotaStore
+}
+
+/** A store a fleet shares its quota through: `redisQuotaStore()` of `resilix/redis`. */
+export interface QuotaStore {
+  readonly [quotaStoreBrand]: true
+}
+declare const quotaStoreBrand: unique symbol
+
+/** A shared quota's store as `stats()` reports it (`QuotaStats.store`). */
+export interface QuotaStoreStats {
+  /** `'leased'`: the store answers; `'fallback'`: it cannot be reached and this process keeps to its share; `'refusing'`: it cannot be reached and calls are refused (`whenDown: 'refuse'`). */
+  state: 'leased' | 'fallback' | 'refusing'
+  /** Processes the store saw use this key's quota within its window, this one included. */
+  processes: number
+  /** The store's smoothed answer time, ms. */
+  latencyMs: number
+  /** Calls to the store so far (leases, and settled usage told alone). */
+  leases: number
+  /** Times it fell back. */
+  fallbacks: number
+  /** Calls to the store that failed or timed out. */
+  errors: number
+  /** The last such failure's message, or null. */
+  lastError: string | null
 }
 
 /** A key's quota as `stats()` reports it. */
@@ -307,10 +338,20 @@ export interface QuotaStats {
   budgets: { name: string; windowMs: number; limit: number; spent: number }[]
   /** Calls waiting for budget. */
   waiting: number
-  /** Cooldowns begun since the key was created (one per 429 episode). */
+  /** Cooldowns begun since the key was created (one per 429 episode, a fleet's included). */
   cooldowns: number
   /** How long the key still cools down, ms. */
   coolingMs: number
+  /** With `quotaStore`: the store's state for this key; null without one. */
+  store: QuotaStoreStats | null
+}
+
+/** A shared quota's store changed state for a key (`onStore`). */
+export interface StoreEvent {
+  key: string
+  state: 'leased' | 'fallback' | 'refusing'
+  /** Why it fell back: the store's error or timeout. */
+  error?: string
 }
 
 export interface KeyStats {
@@ -494,6 +535,8 @@ export declare class Resilix {
   onEvict(listener: (event: EvictEvent) => void): Subscription
   /** Subscribes to retries, each before its wait. @throws {TypeError} when `listener` is not a function. */
   onRetry(listener: (event: RetryEvent) => void): Subscription
+  /** Subscribes to a shared quota's store going away (`'fallback'`, `'refusing'`) and coming back (`'leased'`). @throws {TypeError} when `listener` is not a function. */
+  onStore(listener: (event: StoreEvent) => void): Subscription
   /** The registry's counters: live keys, refused new keys, evictions. */
   registryStats(): RegistryStats
   /** Frees the native state now: waiting calls reject (`code: 'ERR_RESILIX_CLOSED'`), running calls finish, later calls reject. Idempotent. */

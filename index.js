@@ -38,6 +38,8 @@ class Resilix {
     this._classify = o.classify
     /** The instance's quota (lib/quota.js), null when none. */
     this._quota = o.quota
+    /** The quota's store (lib/fleet.js), null when each process keeps its own. */
+    this._fleet = o.quotaStore === null ? null : new (require('./lib/fleet').Fleet)(this, o.quotaStore, o.quota)
     /** The instance's retry policy (lib/retry-options.js), null when off. */
     this._retry = o.retry
     /** Retrying calls waiting between attempts (lib/retry.js): close() ends them. */
@@ -90,7 +92,8 @@ class Resilix {
     } catch (err) {
       throw mapNativeError(err)
     }
-    return s === null || s === undefined ? undefined : keyStats(key, s, this._quota)
+    if (s === null || s === undefined) return undefined
+    return keyStats(key, s, this._quota, this._fleet === null ? null : (this._keys.get(key)?.fleet ?? null))
   }
 
   /** Keys alive in the registry now, most recently used first. */
@@ -119,6 +122,7 @@ class Resilix {
       ks.handle = -1 // a running call's settle now changes nothing
     }
     for (const b of [...this._backoffs]) b.abort(closedError('a call waiting to retry'))
+    if (this._fleet !== null) this._fleet.close()
     this._keys.clear()
     this._slotNames = []
     engines.unregister(this)
@@ -153,6 +157,14 @@ class Resilix {
   /** Subscribes to retries `{ key, attempt, delayMs, reason }`: a call's next attempt starts after `delayMs`. */
   onRetry(listener) {
     return this._events.on('retry', listener)
+  }
+
+  /**
+   * Subscribes to a shared quota's store `{ key, state, error? }`: `'fallback'` or `'refusing'`
+   * when it cannot be reached, `'leased'` when it answers again.
+   */
+  onStore(listener) {
+    return this._events.on('store', listener)
   }
 
   // ---- internals ---------------------------------------------------------------------------
@@ -244,6 +256,7 @@ class Resilix {
     }
     ks = new KeyState(key, h)
     this._keys.set(key, ks)
+    if (this._fleet !== null) this._fleet.attach(ks)
     return ks
   }
 
@@ -260,6 +273,7 @@ class Resilix {
       const fresh = this._keyState(ks.name)
       if (fresh === null) return REGISTRY_FULL // rejected as 'registry'
       ks.handle = fresh.handle
+      if (this._fleet !== null) this._fleet.adopt(ks, fresh)
       ks.observed = -1
       this._keys.set(ks.name, ks)
       p = budgetMs === undefined ? native.acquire(ks.handle) : native.acquireWithin(ks.handle, budgetMs)
@@ -293,6 +307,7 @@ class Resilix {
     const fresh = this._keyState(ks.name)
     if (fresh === null) return false
     ks.handle = fresh.handle
+    if (this._fleet !== null) this._fleet.adopt(ks, fresh)
     ks.observed = -1
     this._keys.set(ks.name, ks)
     return true

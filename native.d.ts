@@ -233,6 +233,33 @@ export interface QueueRefusalInfo {
 /** A call charged at `atMs` used `d0…d3` more than it was charged (less: a refund). */
 export declare function quotaAdjust(handle: number, atMs: number, d0: number, d1: number, d2: number, d3: number): number
 
+/**
+ * The charged buckets of each budget's window, as flat `[budget, age in buckets, amount,
+ * charged before sinceMs (1/0)]` quads: what a store that lost them or never saw them lacks.
+ */
+export declare function quotaCharged(handle: number, sinceMs: number): Array<number>
+
+/** The fleet cools down: the key waits `ms` from now (a refusal another process met). */
+export declare function quotaCoolDown(handle: number, ms: number): number
+
+/** The store is lost: each budget admits up to `shares` of its window, or nothing (`refuse`). */
+export declare function quotaFallBack(handle: number, shares: Array<number>, refuse: boolean): number
+
+/**
+ * What the store is to be told, by budget, for `n` budgets: `[mode, left…, need…, queued…,
+ * spent…, floors…, downSinceMs, coolingMs]`, mode 0 leased, 1 shared, 2 refusing (empty: a
+ * stale handle).
+ */
+export declare function quotaFleetState(handle: number): Array<number>
+
+/**
+ * A lease asked for at engine time `sentAtMs`: `granted` by budget, to spend within
+ * `lifeMs` of the asking; the fleet's window has no more room for `readyInMs` from now, and
+ * `room` left by budget. Returns what the lease it replaces left unspent, by budget (empty:
+ * a stale handle).
+ */
+export declare function quotaLease(handle: number, sentAtMs: number, lifeMs: number, readyInMs: number, granted: Array<number>, room: Array<number>): Array<number>
+
 /** A call waiting for budget, of `c0…c3`, gave up: 1, or 0 when none waited. */
 export declare function quotaLeave(handle: number, c0: number, c1: number, c2: number, c3: number): number
 
@@ -243,8 +270,20 @@ export declare function quotaLeave(handle: number, c0: number, c1: number, c2: n
  */
 export declare function quotaObserve(handle: number, headers: string, wallNowMs: number, refused: boolean, atMs: number, c0: number, c1: number, c2: number, c3: number): number
 
+/** The store answers again: calls wait for a lease. */
+export declare function quotaRejoin(handle: number): number
+
 /** A call charged `c0…c3` at `atMs` waited in the limiter's queue and starts now. */
 export declare function quotaRestamp(handle: number, atMs: number, c0: number, c1: number, c2: number, c3: number): number
+
+/**
+ * The key's quota is shared from now on: calls spend leases. A call the lease does not hold
+ * waits up to `waitMs` for the next one before it asks again. 0, or STALE_HANDLE.
+ */
+export declare function quotaShare(handle: number, waitMs: number): number
+
+/** The lease's unspent budget, by budget, given back (it leaves the lease). */
+export declare function quotaSurrender(handle: number): Array<number>
 
 /** Resolves a key to its handle. Returns `REGISTRY_FULL` when every key is busy. */
 export declare function resolveKey(id: number, key: string): number
@@ -296,4 +335,10 @@ export interface WireCodes {
   quotaOversize: number
   /** A quota budget's window when it names none, ms. */
   quotaWindowMs: number
+  /**
+   * Buckets of a quota window, and how many buckets a charge is kept for: a store that
+   * shares the window must keep charges as long.
+   */
+  quotaBuckets: number
+  quotaRing: number
 }

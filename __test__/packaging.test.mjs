@@ -15,7 +15,7 @@ const { SUPPORTED_TARGETS } = require('../lib/load-native.js')
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 const readJson = (p) => JSON.parse(readFileSync(p, 'utf8'))
 /** The package's entry points: resilix, resilix/undici, resilix/otel, resilix/prometheus. */
-const ENTRY_POINTS = ['index', 'undici', 'otel', 'prometheus']
+const ENTRY_POINTS = ['index', 'undici', 'otel', 'prometheus', 'redis']
 
 test('npm/ holds one package per napi target, at the package version, with matching os/cpu/libc and the LICENSE', () => {
   assert.deepEqual(readdirSync(join(root, 'npm')).sort(), SUPPORTED_TARGETS.map((t) => t.abi).sort())
@@ -119,8 +119,10 @@ test('the published tarball: a clean manifest (no scripts, no devDependencies) w
     assert.equal(m.homepage, 'https://github.com/resilix/resilix#readme')
     assert.equal(m.bugs.url, 'https://github.com/resilix/resilix/issues')
     // Each helper's library is an optional peer: `npm install resilix` installs none of them.
-    assert.deepEqual(m.peerDependencies, { '@opentelemetry/api': '^1.7.0', 'prom-client': '^15.0.0', undici: '>=7.0.0' })
-    assert.deepEqual(m.peerDependenciesMeta, { '@opentelemetry/api': { optional: true }, 'prom-client': { optional: true }, undici: { optional: true } })
+    assert.deepEqual(m.peerDependencies, { '@opentelemetry/api': '^1.7.0', 'prom-client': '^15.0.0', undici: '>=7.0.0', ioredis: '>=5.0.0', redis: '>=4.0.0' })
+    assert.deepEqual(m.peerDependenciesMeta, {
+      '@opentelemetry/api': { optional: true }, 'prom-client': { optional: true }, undici: { optional: true }, ioredis: { optional: true }, redis: { optional: true },
+    })
     assert.equal(m.dependencies, undefined, 'nothing but the platform binaries is installed with it')
     assert.deepEqual(Object.keys(m.optionalDependencies).sort(), SUPPORTED_TARGETS.map((t) => t.packageName).sort())
     for (const entry of ENTRY_POINTS.filter((e) => e !== 'index')) {
@@ -131,7 +133,7 @@ test('the published tarball: a clean manifest (no scripts, no devDependencies) w
     }
     const paths = files.map((f) => f.path)
     const shipped = ENTRY_POINTS.flatMap((e) => ['js', 'mjs', 'd.ts'].map((ext) => `${e}.${ext}`))
-    for (const f of ['LICENSE', ...shipped, 'lib/interceptor/request.js', 'lib/interceptor/options.js', 'lib/diagnostics.js', 'lib/metrics/common.js']) {
+    for (const f of ['LICENSE', ...shipped, 'lib/interceptor/request.js', 'lib/interceptor/options.js', 'lib/diagnostics.js', 'lib/metrics/common.js', 'lib/fleet.js', 'lib/store/redis.js', 'lib/store/lease-script.js']) {
       assert.ok(paths.includes(f), `${f} is in the tarball`)
     }
     assert.ok(!paths.some((p) => /^(src|engine|sim|demo|scripts|__test__|docs|npm)\//.test(p)), paths.join(', '))

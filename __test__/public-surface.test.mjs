@@ -72,7 +72,7 @@ test('each entry point exports what its .d.ts declares, the same from require an
   const { readFileSync } = await import('node:fs')
   const { createRequire } = await import('node:module')
   const require = createRequire(import.meta.url)
-  for (const entry of ['index', 'undici', 'otel', 'prometheus']) {
+  for (const entry of ['index', 'undici', 'otel', 'prometheus', 'redis']) {
     const dts = readFileSync(new URL(`../${entry}.d.ts`, import.meta.url), 'utf8')
     const declared = [...dts.matchAll(/^export declare (?:class|function) (\w+)/gm)].map((m) => m[1]).sort()
     const cjs = require(`../${entry}.js`)

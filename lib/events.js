@@ -22,7 +22,7 @@ class Emitter {
   /** `owner`: the Resilix instance, named in diagnostics_channel messages. */
   constructor(owner) {
     this.owner = owner
-    this.listeners = { limit: [], breaker: [], reject: [], evict: [], retry: [] }
+    this.listeners = { limit: [], breaker: [], reject: [], evict: [], retry: [], store: [] }
     /** Someone listens to limit or breaker changes: the engine state must be observed. */
     this.watching = false
     // Events raised while a listener runs wait here, as type, event pairs (emit()).
@@ -97,6 +97,11 @@ class Emitter {
   /** A retrying call starts attempt `attempt` after `delayMs` (lib/retry.js). */
   retrying(key, attempt, delayMs, verdict) {
     if (this.has('retry')) this.emit('retry', { key, attempt, delayMs, reason: NAMES[verdict] })
+  }
+
+  /** A key's quota store changed state: `'fallback'`, `'refusing'`, or `'leased'` again (lib/fleet.js). */
+  storeChanged(ks, state, err) {
+    if (this.has('store')) this.emit('store', { key: ks.name, state, error: err === null ? undefined : err.message })
   }
 
   /**

@@ -12,6 +12,7 @@ class KeyState {
     this.tail = null
     this.tails = null // the last waiter by level, once a call names a priority or tenant
     this.line = null // the calls waiting for budget, with a quota (lib/quota.js)
+    this.fleet = null // the lease, with a quota store (lib/fleet.js)
     this.waking = false // a wake loop runs (lib/call.js)
     this.observed = -1 // the last observed limit and breaker state (lib/events.js)
     this.warnedSelfWait = false

@@ -48,6 +48,8 @@ module.exports = {
   QUOTA_OVERSIZE: codes.quotaOversize,
   /** A quota budget's window when it names none, ms (the engine's default). */
   QUOTA_WINDOW_MS: codes.quotaWindowMs,
+  QUOTA_BUCKETS: codes.quotaBuckets,
+  QUOTA_RING: codes.quotaRing,
 }
 /** The level of a call that names no priority and no tenant (normal). */
 module.exports.DEFAULT_LEVEL = codes.priorities.indexOf('normal') * codes.ranks + codes.ranks - 1

@@ -14,7 +14,7 @@ const BREAKER_NUMBERS = [
 const THROTTLE_NUMBERS = ['multiplier', 'windowMs', 'maxRejection']
 const TOP_LEVEL = new Set([
   'limiter', 'algorithm', 'queue', 'breaker', 'bulkhead', 'throttle', 'timeoutMs', 'classify', 'maxKeys', 'maxKeyLength', 'seed',
-  'retry', 'retryBudget', 'quota',
+  'retry', 'retryBudget', 'quota', 'quotaStore',
   ...LIMITER_NUMBERS,
 ])
 const ALGORITHMS = ['vegas', 'gradient2', 'aimd', 'fixed']
@@ -182,7 +182,16 @@ function normalize(options) {
     native.quota = quota.native
     native.quotaNames = quota.nativeNames
   }
-  return { native, timeoutMs: timeoutOption('timeoutMs', options.timeoutMs), classify, seed, retry, quota }
+  let quotaStore = null
+  if (options.quotaStore !== undefined) {
+    // Branded by lib/store/redis.js, not required here: no store code loads without one.
+    if (options.quotaStore === null || typeof options.quotaStore !== 'object' || options.quotaStore[Symbol.for('resilix.quotaStore')] !== true) {
+      throw typeError(`option quotaStore must be a store such as redisQuotaStore(redis) from 'resilix/redis', got ${describe(options.quotaStore)}`)
+    }
+    if (quota === null) throw typeError('option quotaStore shares a quota: give the instance one too, e.g. quota: { requests: 500, tokens: 200000 }')
+    quotaStore = options.quotaStore
+  }
+  return { native, timeoutMs: timeoutOption('timeoutMs', options.timeoutMs), classify, seed, retry, quota, quotaStore }
 }
 
 module.exports = { normalize, timeoutOption, describe, isResilix, unknownExecuteOption, unknownAcquireOption, ALGORITHMS, MAX_TIMEOUT_MS }

@@ -215,6 +215,7 @@ function charge(holder, usage) {
   const ks = holder._ks
   if (!cost.charged || ks.handle < 0) return // refused or refunded already, or closed
   native.quotaAdjust(ks.handle, cost.at, d[0], d[1], d[2], d[3])
+  if (ks.fleet !== null) ks.fleet.adjust(cost.at, d[0], d[1], d[2], d[3])
   if (freed) soon(ks)
 }
 
@@ -224,6 +225,7 @@ function refund(ks, cost) {
   cost.charged = false
   if (ks.handle < 0) return
   native.quotaAdjust(ks.handle, cost.at, -cost.c0, -cost.c1, -cost.c2, -cost.c3)
+  if (ks.fleet !== null) ks.fleet.adjust(cost.at, -cost.c0, -cost.c1, -cost.c2, -cost.c3)
   soon(ks)
 }
 
@@ -231,7 +233,9 @@ function refund(ks, cost) {
 function restamp(ks, cost) {
   if (!cost.charged) return
   native.quotaRestamp(ks.handle, cost.at, cost.c0, cost.c1, cost.c2, cost.c3)
-  cost.at = native.nowMs()
+  const at = native.nowMs()
+  if (ks.fleet !== null) ks.fleet.restamp(cost.at, at, cost)
+  cost.at = at
 }
 
 // ---- response headers ----------------------------------------------------------------------
@@ -290,7 +294,8 @@ function observeHeaders(ks, cost, status, headers) {
   const refused = status === 429
   if (block === '' && !refused) return
   if (ks.handle < 0) return
-  native.quotaObserve(ks.handle, block, Date.now(), refused, cost.at, cost.c0, cost.c1, cost.c2, cost.c3)
+  const began = native.quotaObserve(ks.handle, block, Date.now(), refused, cost.at, cost.c0, cost.c1, cost.c2, cost.c3)
+  if (began === 1 && ks.fleet !== null) ks.fleet.cooled()
   soon(ks)
 }
 
@@ -321,6 +326,7 @@ function enqueue(call) {
   const line = (ks.line ??= new Line())
   lists().insert(line, call)
   arm(ks, line.head === call ? clockCell[2] : line.at)
+  if (ks.fleet !== null) ks.fleet.want()
 }
 
 /** A waiter for budget gives up (deadline, abort, close). */
@@ -384,6 +390,7 @@ function pump(ks) {
     const p = acquireCosting(ks, left, prio === null ? DEFAULT_LEVEL : prio.level, prio === null ? 0 : prio.id, call._cost, true)
     if (p === QUOTA_WAIT) {
       arm(ks, clockCell[2])
+      if (ks.fleet !== null) ks.fleet.want()
       return
     }
     lists().unlink(line, call)
@@ -399,5 +406,5 @@ const { DEFAULT_LEVEL } = require('./native')
 
 module.exports = {
   quotaOption, costOption, Cost, acquireCosting, rejection, charge, refund, restamp, observe, observeHeaders,
-  enqueue, leave, leaveEngine, closeLine, hooks, MAX_COSTS, MAX_BUDGETS, WINDOW_MS, QUOTA_WAIT,
+  enqueue, leave, leaveEngine, closeLine, hooks, soon, MAX_COSTS, MAX_BUDGETS, WINDOW_MS, QUOTA_WAIT,
 }

@@ -2,7 +2,7 @@
 // stats() as the public API reports it: the binding's object in the documented shape.
 
 /** `quota`: the instance's (lib/quota.js), to name the budgets; null without one. */
-function keyStats(key, s, quota = null) {
+function keyStats(key, s, quota = null, fleet = null) {
   return {
     key,
     limit: s.limit ?? null,
@@ -23,18 +23,18 @@ function keyStats(key, s, quota = null) {
     tenants: s.tenants,
     retries: s.retries,
     retryBudgetRefusals: s.retryBudgetRefusals,
-    quota: quota === null || s.quota == null ? null : quotaStats(quota, s.quota),
+    quota: quota === null || s.quota == null ? null : quotaStats(quota, s.quota, fleet),
   }
 }
 
-/** `{ budgets: [{ name, windowMs, limit, spent }], waiting, cooldowns, coolingMs }`. */
-function quotaStats(quota, q) {
+/** `{ budgets: [{ name, windowMs, limit, spent }], waiting, cooldowns, coolingMs, store }`. */
+function quotaStats(quota, q, fleet) {
   const budgets = []
   const b = q.budgets
   for (let i = 0; i + 3 < b.length; i += 4) {
     budgets.push({ name: quota.names[b[i]], windowMs: b[i + 3], limit: b[i + 2], spent: b[i + 1] })
   }
-  return { budgets, waiting: q.waiting, cooldowns: q.cooldowns, coolingMs: q.coolingMs }
+  return { budgets, waiting: q.waiting, cooldowns: q.cooldowns, coolingMs: q.coolingMs, store: fleet === null ? null : fleet.stats() }
 }
 
 /** `{ [key]: KeyStats }` with every key an own property: `__proto__` included. */

@@ -12,6 +12,7 @@ pub mod policy_set;
 pub mod priority;
 pub mod queue;
 pub mod quota;
+pub mod quota_fleet;
 pub mod quota_headers;
 pub mod registry;
 pub mod retry;

@@ -17,7 +17,7 @@ const HOLD_WEIGHT: f32 = 1.0 / 16.0;
 /// once. 0.8: the limit runs up to a quarter above what the upstream serves, where latencies
 /// are longer than the windows read them; at 0.85 a 500 ms batch on the real upstream had 21 of
 /// 1 000 time out after admission in one run of three, at 0.8 none in four (ADR 0114).
-const DEADLINE_SHARE: f64 = 0.8;
+pub(crate) const DEADLINE_SHARE: f64 = 0.8;
 
 /// The queue options as the limiter keeps them: a key's memory is bounded (≤ 2.5 KiB).
 #[derive(Clone, Copy, Debug)]
@@ -116,6 +116,15 @@ impl Limiter {
                 self.levels.add(level);
                 Admission::Queue
             }
+        }
+    }
+
+    /// How long an admitted call is expected to hold its slot, as the queue's deadline rule
+    /// reckons it (0 before any call settled).
+    pub fn expected_run_ns(&self) -> u64 {
+        match self.limit.expected_latency_ns() {
+            p90 if p90 > 0.0 => (p90 + self.tail_ns as f64) as u64,
+            _ => self.hold_ns as u64,
         }
     }
 

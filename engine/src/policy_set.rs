@@ -208,7 +208,15 @@ impl PolicySet {
             self.rejections[RejectReason::Breaker as usize] += 1;
             return Costed::Now(Acquired::Rejected(RejectReason::Breaker));
         }
-        match q.check(now, costs, budget_ns, head) {
+        // A call waits for budget only while it would still have its usual running time left,
+        // with the limiter queue's margin: one admitted with less times out after all (ADR 1102).
+        let run = self.limiter.as_ref().map_or(0, |l| l.expected_run_ns());
+        let wait_budget = if budget_ns == u64::MAX {
+            budget_ns
+        } else {
+            ((budget_ns as f64 * crate::limiter::DEADLINE_SHARE) as u64).saturating_sub(run)
+        };
+        match q.check(now, costs, wait_budget, head) {
             QuotaCheck::Take => {}
             QuotaCheck::Wait(t) => {
                 if !head {
@@ -233,8 +241,16 @@ impl PolicySet {
         }
         q.take(now, costs);
         let a = self.acquire_at(now, rng, budget_ns, level, tenant);
-        if let Acquired::Rejected(_) = a {
-            self.quota_refund(now, now, costs);
+        match a {
+            Acquired::Rejected(_) => self.quota_refund(now, now, costs),
+            // It waited for budget: a deadline it then runs out of was spent with us too
+            // (the breaker's rule for calls that waited in the queue, ADR 0114).
+            Acquired::Permit(id) if head => {
+                if let Some(slot) = self.permits.get_mut(id) {
+                    slot.waited = true;
+                }
+            }
+            _ => {}
         }
         Costed::Now(a)
     }

@@ -10,6 +10,7 @@
 //! ([`Cap`]); a refusal with a retry hint cools the whole key down once (ADR 1101).
 
 use crate::options::{OptionError, MAX_MS};
+use crate::quota_fleet::{Fleet, FleetMode};
 use crate::quota_headers::{Dimension, Reading};
 use crate::{Nanos, NANOS_PER_MS};
 
@@ -24,7 +25,7 @@ pub const BUCKETS: u64 = 60;
 /// Buckets a charge is kept for: a whole window after the end of its bucket, plus one more,
 /// so that a charge is freed at least one bucket after the upstream frees it even when the
 /// request reached the upstream up to a bucket later than it was charged (ADR 1100).
-const RING: u64 = BUCKETS + 2;
+pub(crate) const RING: u64 = BUCKETS + 2;
 /// How long a key cools down after a refusal that names no wait: one second, a guess (the
 /// shortest `retry-after` the families send; half and twice it in ADR 1101).
 pub const DEFAULT_COOLDOWN_NS: u64 = 1_000_000_000;
@@ -120,6 +121,8 @@ pub struct SlidingWindow {
     /// The bucket epoch (`now / bucket_ns`) of the newest bucket.
     head: u64,
     spent: u64,
+    /// A smaller budget this process keeps to while a fleet's store is down (ADR 1102).
+    share: Option<u64>,
 }
 
 impl SlidingWindow {
@@ -132,11 +135,44 @@ impl SlidingWindow {
             buckets: Box::new([0; RING as usize]),
             head: now / bucket_ns,
             spent: 0,
+            share: None,
         }
     }
 
     pub fn limit(&self) -> u64 {
         self.limit
+    }
+
+    /// The budget calls are admitted against: the share while one is set, else the limit.
+    pub fn admits(&self) -> u64 {
+        self.share.unwrap_or(self.limit)
+    }
+
+    pub fn set_share(&mut self, share: Option<u64>) {
+        self.share = share;
+    }
+
+    /// When `amount` comes back to a process sharing the budget, judged by its own charges
+    /// leaving the window; one that spent less than that is not held back by its past (ADR 1102).
+    pub fn comes_back(&self, now: Nanos, amount: u64) -> Nanos {
+        if amount <= self.spent {
+            self.free_at(now, amount)
+        } else {
+            now
+        }
+    }
+
+    /// Each charged bucket at `now` as (age in buckets, bucket epoch, amount), oldest first.
+    pub fn charged(&mut self, now: Nanos) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.roll(now);
+        let head = self.head;
+        (self.oldest()..=head)
+            .map(move |e| (head - e, e, self.buckets[(e % RING) as usize]))
+            .filter(|(_, _, a)| *a > 0)
+    }
+
+    pub fn bucket_ns(&self) -> u64 {
+        self.bucket_ns
     }
 
     pub fn window_ns(&self) -> u64 {
@@ -221,7 +257,7 @@ impl SlidingWindow {
             }
         }
         let all = ((self.head + RING) * self.bucket_ns).max(now);
-        let rest = (amount - freed) as u128 * self.window_ns as u128 / self.limit.max(1) as u128;
+        let rest = (amount - freed) as u128 * self.window_ns as u128 / self.admits().max(1) as u128;
         all.saturating_add(rest.min(u64::MAX as u128) as u64)
     }
 }
@@ -278,6 +314,8 @@ pub struct Quota {
     /// The last charge, and how long the longest window keeps one.
     last_charge: Nanos,
     keeps_ns: u64,
+    /// The lease, when a fleet shares this quota through a store (ADR 1102).
+    fleet: Option<Box<Fleet>>,
 }
 
 impl Quota {
@@ -302,6 +340,7 @@ impl Quota {
                 .map(|d| d.window_ns + 2 * (d.window_ns / BUCKETS).max(1))
                 .max()
                 .unwrap_or(0),
+            fleet: None,
         }
     }
 
@@ -316,8 +355,55 @@ impl Quota {
         } else {
             self.queued
         };
+        if self
+            .fleet
+            .as_ref()
+            .is_some_and(|f| f.shares_until != 0 && now >= f.shares_until)
+        {
+            self.end_shares();
+        }
         let ready = self.ready_at(now, costs, &ahead);
-        if ready <= now && (head || self.waiting == 0) {
+        let first = head || self.waiting == 0;
+        if let Some(f) = &mut self.fleet {
+            match f.mode {
+                FleetMode::Leased if ready <= now || !first => {
+                    let mut want = by_dim(&self.dims, costs);
+                    for (w, a) in want.iter_mut().zip(by_dim(&self.dims, &ahead)) {
+                        *w += a;
+                    }
+                    if first && f.holds(now, &want) {
+                        return QuotaCheck::Take;
+                    }
+                    // Past the room the store's window had, this process's share comes back as
+                    // its own charges leave its window: a call that cannot fit before its
+                    // deadline at that rate is refused now.
+                    let mut est = ready.max(now);
+                    let dims = self.dims.iter_mut().zip(want.iter().zip(&f.left));
+                    for (((_, w), (n, l)), room) in dims.zip(&f.room) {
+                        let short = if now < f.until {
+                            n.saturating_sub(*l)
+                        } else {
+                            *n
+                        };
+                        let short = short.saturating_sub(*room);
+                        if short > 0 {
+                            est = est.max(w.comes_back(now, short));
+                        }
+                    }
+                    if est.saturating_sub(now) > budget_ns {
+                        return QuotaCheck::Refuse;
+                    }
+                    return match f.retry_at(now, budget_ns) {
+                        Some(t) if first => QuotaCheck::Wait(t),
+                        Some(_) => QuotaCheck::Wait(ready.max(now)),
+                        None => QuotaCheck::Refuse,
+                    };
+                }
+                FleetMode::Refusing if first => return QuotaCheck::Refuse,
+                _ => {}
+            }
+        }
+        if ready <= now && first {
             QuotaCheck::Take
         } else if ready.saturating_sub(now) > budget_ns {
             QuotaCheck::Refuse
@@ -333,12 +419,13 @@ impl Quota {
             let c = *c as usize;
             let spent = w.spent(now);
             let want = spent + costs[c] + ahead[c];
+            let limit = w.admits();
             // A dimension spent to its limit admits nothing, not even a call that names no
             // cost of it: its usage is settled later and would overrun.
-            let need = if want > w.limit {
-                want - w.limit
-            } else if spent >= w.limit {
-                spent - w.limit + 1
+            let need = if want > limit {
+                want - limit
+            } else if spent >= limit {
+                spent - limit + 1
             } else {
                 0
             };
@@ -357,6 +444,11 @@ impl Quota {
     /// Charges a call that fitted.
     pub fn take(&mut self, now: Nanos, costs: &Costs) {
         self.last_charge = now;
+        if let Some(f) = &mut self.fleet {
+            if f.mode == FleetMode::Leased {
+                f.spend(&by_dim(&self.dims, costs));
+            }
+        }
         for (c, w) in &mut self.dims {
             w.charge(now, costs[*c as usize]);
         }
@@ -456,6 +548,11 @@ impl Quota {
             // Charged here after this call: the upstream had not counted those yet.
             let later = self.dims[w].1.spent_since(now, at).saturating_sub(costs[c]);
             let limit = d.limit.unwrap_or(u64::MAX).min(self.dims[w].1.limit);
+            if let Some(f) = &mut self.fleet {
+                // The fleet's window holds at least what the upstream says is spent.
+                let floor = self.dims[w].1.limit.saturating_sub(remaining);
+                f.floors[w] = f.floors[w].max(floor);
+            }
             let reset = reset.max(1);
             self.caps[c] = Some(Cap {
                 from: now,
@@ -534,8 +631,107 @@ impl Quota {
             || (self.last_charge != 0 && now < self.last_charge.saturating_add(self.keeps_ns))
     }
 
+    /// A fleet shares this quota through a store: calls spend leases from now on. A call the
+    /// lease does not hold waits up to `wait_ns` for the next before it asks again.
+    pub fn share_through_store(&mut self, wait_ns: u64) {
+        self.fleet = Some(Box::new(Fleet::new(wait_ns)));
+    }
+
+    pub fn fleet(&self) -> Option<&Fleet> {
+        self.fleet.as_deref()
+    }
+
+    pub fn fleet_mut(&mut self) -> Option<&mut Fleet> {
+        self.fleet.as_deref_mut()
+    }
+
+    /// The store is lost at `now`: each dimension admits up to `shares` (by dimension) of
+    /// its window, spent here before included; `refuse`: admit nothing instead. The lease's
+    /// unspent budget stays counted in the store (ADR 1102).
+    pub fn fall_back(&mut self, now: Nanos, shares: &[u64], refuse: bool) {
+        let Some(f) = &mut self.fleet else {
+            return;
+        };
+        if f.mode == FleetMode::Leased && f.shares_until == 0 {
+            f.down_since = now;
+        }
+        f.surrender();
+        f.mode = if refuse {
+            FleetMode::Refusing
+        } else {
+            FleetMode::Shared
+        };
+        for ((_, w), s) in self.dims.iter_mut().zip(shares) {
+            w.set_share(Some((*s).clamp(1, w.limit)));
+        }
+    }
+
+    /// The store answers again at `now`: calls wait for a lease. For one more window each
+    /// dimension also keeps to its share: until every process is back, the store does not
+    /// know what the others spend meanwhile.
+    pub fn rejoin(&mut self, now: Nanos) {
+        let longest = self
+            .dims
+            .iter()
+            .map(|(_, w)| w.window_ns())
+            .max()
+            .unwrap_or(0);
+        if let Some(f) = &mut self.fleet {
+            f.surrender();
+            f.mode = FleetMode::Leased;
+            f.shares_until = now.saturating_add(longest).max(1);
+        }
+    }
+
+    fn end_shares(&mut self) {
+        for (_, w) in &mut self.dims {
+            w.set_share(None);
+        }
+        if let Some(f) = &mut self.fleet {
+            f.shares_until = 0;
+        }
+    }
+
+    /// Each dimension's spend in its window at `now`.
+    pub fn spent_by_dim(&mut self, now: Nanos) -> [u64; MAX_DIMS] {
+        let mut out = [0; MAX_DIMS];
+        for (o, (_, w)) in out.iter_mut().zip(&mut self.dims) {
+            *o = w.spent(now);
+        }
+        out
+    }
+
+    /// What the calls waiting for budget cost, by dimension.
+    pub fn queued_by_dim(&self) -> [u64; MAX_DIMS] {
+        by_dim(&self.dims, &self.queued)
+    }
+
+    /// The dimensions' charged buckets at `now` as (dimension, age in buckets, amount,
+    /// charged before `since`), for a store that lost them or never saw them.
+    pub fn charged_buckets(&mut self, now: Nanos, since: Nanos) -> Vec<(usize, u64, u64, bool)> {
+        let mut out = Vec::new();
+        for (i, (_, w)) in self.dims.iter_mut().enumerate() {
+            let from = since / w.bucket_ns();
+            out.extend(w.charged(now).map(|(age, e, a)| (i, age, a, e < from)));
+        }
+        out
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.dims.capacity() * std::mem::size_of::<(u8, SlidingWindow)>()
             + self.dims.len() * RING as usize * 8
+            + self
+                .fleet
+                .as_ref()
+                .map_or(0, |_| std::mem::size_of::<Fleet>())
     }
+}
+
+/// A call's costs by dimension (each dimension charges one of them).
+fn by_dim(dims: &[(u8, SlidingWindow)], costs: &Costs) -> [u64; MAX_DIMS] {
+    let mut out = [0; MAX_DIMS];
+    for (o, (c, _)) in out.iter_mut().zip(dims) {
+        *o = costs[*c as usize];
+    }
+    out
 }

@@ -86,6 +86,10 @@ pub struct WireCodes {
     pub quota_oversize: f64,
     /// A quota budget's window when it names none, ms.
     pub quota_window_ms: f64,
+    /// Buckets of a quota window, and how many buckets a charge is kept for: a store that
+    /// shares the window must keep charges as long.
+    pub quota_buckets: f64,
+    pub quota_ring: f64,
 }
 
 /// Every outcome code of the hot path, read once by the JS layer at load.
@@ -130,5 +134,7 @@ pub fn wire_codes() -> WireCodes {
         quota_wait: QUOTA_WAIT,
         quota_oversize: QUOTA_OVERSIZE,
         quota_window_ms: resilix_engine::quota::DEFAULT_WINDOW_MS as f64,
+        quota_buckets: resilix_engine::quota::BUCKETS as f64,
+        quota_ring: resilix_engine::quota_fleet::STORE_RING as f64,
     }
 }

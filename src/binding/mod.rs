@@ -16,5 +16,6 @@ mod options;
 #[cfg(feature = "probes")]
 mod probes;
 mod quota;
+mod quota_fleet;
 mod retry;
 mod stats;

@@ -37,7 +37,7 @@ function report(name, s, reports, extra = {}) {
 async function fairFleet(n, clients) {
   const up = await startLlmUpstream(quota)
   try {
-    const reports = await runFleet({ n, redis, upstream: up, quota, durationMs: 14_000, seed: n, each: (i) => ({ client: clients(i) }) })
+    const reports = await runFleet({ n, redis, upstream: up, quota, durationMs: 16_000, seed: n, each: (i) => ({ client: clients(i) }) })
     const s = await up.stats()
     const { from, to } = steadyPeriod(reports, WINDOW_MS)
     const used = budgetUsed(s, from, to)

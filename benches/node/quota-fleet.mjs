@@ -106,24 +106,19 @@ if (parts.includes('ops')) {
       }
     }),
   )
-  for (const perSec of [1000, 50]) {
-    rates.push(
-      await redisRate(`${perSec} calls/s, budget never exhausted`, { requests: MAX, tokens: MAX }, async (rx, stop, count) => {
-        while (Date.now() < stop) {
-          for (let j = 0; j < perSec / 100; j++) rx.execute(() => 1, { key: 'api', cost: { tokens: 500 } }).then(count, () => {})
-          await sleep(10)
-        }
-      }),
-    )
+  /** `perSec` calls a second, open loop, in ticks of 10 ms. */
+  const openLoop = (perSec, opts) => async (rx, stop, count) => {
+    let due = 0
+    while (Date.now() < stop) {
+      for (due += perSec / 100; due >= 1; due--) rx.execute(() => 1, opts).then(count, () => {})
+      await sleep(10)
+    }
   }
-  rates.push(
-    await redisRate('20 calls/s offered, 600 requests a minute', { requests: 600 }, async (rx, stop, count) => {
-      while (Date.now() < stop) {
-        rx.execute(() => 1, { key: 'api', timeoutMs: 5_000 }).then(count, () => {})
-        await sleep(50)
-      }
-    }),
-  )
+  for (const perSec of [1000, 100]) {
+    rates.push(await redisRate(`${perSec} calls/s, budget never exhausted`, { requests: MAX, tokens: MAX }, openLoop(perSec, { key: 'api', cost: { tokens: 500 } })))
+  }
+  // 1 000 offered in 10 s against 600 a minute: spent after 6 s, then calls wait and are refused.
+  rates.push(await redisRate('100 calls/s offered, 600 requests a minute', { requests: 600 }, openLoop(100, { key: 'api', timeoutMs: 5_000 })))
   const worst = Math.max(...rates)
   console.log(`  most: ${worst.toFixed(2)} calls to Redis a second   goal ≤ 10: ${worst <= 10 ? 'met' : 'NOT met'}`)
 }

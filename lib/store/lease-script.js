@@ -129,6 +129,35 @@ end
 -- Fair when the window is short: a process over an equal share takes a part of what is
 -- free; one under it may take up to its share. Every budget grants the same part of what was
 -- asked (the calls a lease admits spend all of them), at least what the first call needs.
+-- Hungry processes (refused within two buckets) are served least-spent first: one that spent
+-- more of the budget than another hungry one, by more than its call and a tenth of an equal
+-- share, waits a bucket (its fraction of the budget spent is that of its most spent budget).
+local needing, frac, slack, bms = false, 0, 0, nil
+for i = 0, n - 1 do
+  local d = dims[i]
+  if d.need > 0 then needing = true end
+  frac = math.max(frac, d.own / d.limit)
+  slack = math.max(slack, d.need / d.limit)
+  if bms == nil or d.b < bms then bms = d.b end
+end
+bms = math.max(1, math.ceil(bms / 1000))
+if wait == 0 and needing then
+  local lowest = nil
+  for _, m in ipairs(redis.call('ZRANGE', P, 0, -1)) do
+    if m ~= id then
+      local v = redis.call('HGET', W, 'hu:' .. m)
+      if v then
+        local at, f = string.match(v, '([^:]+):([^:]+)')
+        if nowMs - tonumber(at) <= 2 * bms and (lowest == nil or tonumber(f) < lowest) then lowest = tonumber(f) end
+      end
+    end
+  end
+  if lowest ~= nil and frac > lowest + slack + 0.1 / procs then wait = bms end
+end
+if needing then
+  if wait > 0 then redis.call('HSET', W, 'hu:' .. id, nowMs .. ':' .. frac) else redis.call('HDEL', W, 'hu:' .. id) end
+end
+
 local part = 1
 if wait == 0 then
   for i = 0, n - 1 do

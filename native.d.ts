@@ -6,14 +6,17 @@
  */
 export declare function acquireAt(handle: number, budgetMs: number, level: number, tenant: number): number
 
-/** Admit the oldest waiter: a permit, `KEEP_WAITING`, a breaker rejection, or `STALE_HANDLE`. */
-export declare function admitQueued(handle: number): number
+/**
+ * Admit the oldest waiter, whose deadline is `deadline_ms` (engine clock, as `nowMs`; 0:
+ * none): a permit, `KEEP_WAITING`, a breaker or queue rejection, or `STALE_HANDLE`.
+ */
+export declare function admitQueued(handle: number, deadlineMs: number): number
 
 /**
  * Admit the oldest waiter of `level` (the highest level waiting), by `tenant`: as
  * `admitQueued`.
  */
-export declare function admitQueuedAt(handle: number, level: number, tenant: number): number
+export declare function admitQueuedAt(handle: number, level: number, tenant: number, deadlineMs: number): number
 
 /**
  * Creates an engine from validated options; returns its id, or -1 when the thread already
@@ -224,7 +227,8 @@ export declare function queueRefusal(handle: number): QueueRefusalInfo | null
 export interface QueueRefusalInfo {
   /**
    * `'standing'`: the queue stood and its factors shed the call; `'deadline'`: the call could
-   * not leave the queue by its deadline; `'full'`: `maxQueued` calls already wait.
+   * not leave the queue by its deadline; `'full'`: `maxQueued` calls already wait; `'turn'`:
+   * a stream's turn came with less deadline left than it would hold its slot.
    */
   cause: string
   maxQueued: number

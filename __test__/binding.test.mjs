@@ -31,7 +31,7 @@ test('binding: bad numbers as handle or permit are a negative code and change no
   for (const x of BAD_NUMBERS) {
     const what = String(x)
     assert.equal(native.acquire(x), STALE_HANDLE, `acquire(${what})`)
-    assert.equal(native.admitQueued(x), STALE_HANDLE, `admitQueued(${what})`)
+    assert.equal(native.admitQueued(x, 0), STALE_HANDLE, `admitQueued(${what}, 0)`)
     assert.equal(native.leaveQueue(x), STALE_HANDLE, `leaveQueue(${what})`)
     assert.equal(native.observe(x), STALE_HANDLE, `observe(${what})`)
     assert.equal(native.mark(x, p), STALE_HANDLE, `mark(${what}, p)`)
@@ -52,7 +52,8 @@ test('binding: wrong JS types are a clear thrown error, never a crash', () => {
   for (const x of WRONG_TYPES) {
     const calls = [
       () => native.acquire(x),
-      () => native.admitQueued(x),
+      () => native.admitQueued(x, 0),
+      () => native.admitQueued(e.h, x),
       () => native.leaveQueue(x),
       () => native.observe(x),
       () => native.mark(e.h, x),

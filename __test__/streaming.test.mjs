@@ -65,7 +65,14 @@ const goal = {
     f.queuedTimeouts === 0,
     `${f.queuedTimeouts}`,
   ],
-  refusedAtOnce: (f) => [`'queue' refusals come at once (slowest ${f.queueRefusalMaxMs} ms of ${f.queueRefusals})`, f.queueRefusalMaxMs < 1000, `${f.queueRefusalMaxMs} ms`],
+  // A waiter whose turn comes with less deadline left than a stream holds its slot is refused
+  // then ('queue', "its turn came"), not run to be cut mid-stream: reported apart (waits that ran
+  // longer than expected: the first burst, the first window's cut, a probe).
+  refusedAtOnce: (f) => [
+    `'queue' refusals come at once (slowest ${f.queueRefusalMaxMs} ms of ${f.queueRefusals}); refused when their turn came: ${f.turnRefusals} (${f.turnRefusalsBeforeFirstSlotBack} of the first burst; slowest after ${f.turnRefusalMaxMs} ms)`,
+    f.queueRefusalMaxMs < 1000,
+    `${f.queueRefusalMaxMs} ms`,
+  ],
   throughput: (f) => [`stream throughput over the last half ≥ 90 % of what ${SLOTS} slots serve (${pct(f.goodputLastHalf)})`, f.goodputLastHalf >= 0.9, pct(f.goodputLastHalf)],
   baseline: (f, ttftMs) => [
     `baselineMs within 2 × the unloaded TTFT (${f.baselineMs} ms; TTFT ${ttftMs.toFixed(0)} ms)`,
@@ -106,18 +113,15 @@ const GOALS = {
  * Goals measured and printed but not asserted yet, by pattern and stream length:
  * - the interceptor: the instance deadline (2 s to the first token) times out the call that a
  *   limit one above the slots sends to wait for a slot, and the cut that follows holds the
- *   limit 13-17, below the 16 slots for part of the time: 90.5-91.2 % of the slots' throughput,
+ *   limit 13-17, below the 16 slots for part of the time: 90.4-91.1 % of the slots' throughput,
  *   too near the 90 % goal to assert;
- * - 45 s streams held with mark: the last half of 150 s is still the start, where the first
- *   burst's calls above the slots wait a whole stream for one: 60 % (the simulator's 900 s run
- *   reaches 97 %); its mean limit, judged on about five windows, read 22.2 alone and 24.6 on a
- *   loaded machine, against a bound of 24;
- * - 45 s streams through the interceptor: the first window closes on the first burst's
- *   timeouts, and the baseline is taken from a later, loaded window (about 1.2 s).
+ * - 45 s streams through the interceptor: the first burst's calls above the slots time out at
+ *   2 s, before any stream has ended, and the first window closes on them with a single stream's
+ *   time to first token: the baseline is taken from a loaded window (about 1.2 s).
  */
 const NOT_YET = {
   5000: { interceptor: ['throughput'] },
-  45000: { hold: ['throughput', 'limit'], interceptor: ['throughput', 'baseline'] },
+  45000: { interceptor: ['throughput', 'baseline'] },
 }
 
 /**
@@ -194,7 +198,7 @@ describe('streams', { concurrency: true }, () => {
     })
   })
 
-  test('streams of 45 s, the three patterns at once: the breaker stays closed, waits are refused at once; returned after the first token, throughput ≥ 90 %; with the slot held, baselineMs is the TTFT (the rest reported)', { timeout: 179_000 }, async (t) => {
+  test('streams of 45 s, the three patterns at once: the breaker stays closed, waits are refused at once; returned after the first token, throughput ≥ 90 %; with the slot held, throughput ≥ 90 %, the limit finds the 16 slots and baselineMs is the TTFT (the interceptor\'s throughput and baseline reported)', { timeout: 179_000 }, async (t) => {
     const failed = await Promise.all([
       runPattern(t, '45 s, hold with mark', { pattern: 'hold', streamMs: 45_000, runMs: LONG_RUN_MS, timeoutMs: LONG_DEADLINE_MS }),
       runPattern(t, '45 s, return after the first token', { pattern: 'returnFirst', streamMs: 45_000, runMs: LONG_RUN_MS, timeoutMs: LONG_DEADLINE_MS }),

@@ -360,7 +360,7 @@ function wake(rx, ks) {
       }
       if ((call = admitNext(ks)) === null) break
       if (call._permit >= 0) startWaiter(call)
-      else refuseWaiter(call, rx._events.rejected(call._permit, ks.name, undefined, call._prio))
+      else refuseWaiter(call, rx._events.rejected(call._permit, ks.name, ks, call._prio))
     }
   } finally {
     ks.waking = false

@@ -68,12 +68,14 @@ function unqueue(ks, call) {
 
 /**
  * The next waiter, taken out of the list with the engine's answer in `_permit`: a permit (≥ 0)
- * or a rejection code. null when there is none or it must keep waiting.
+ * or a rejection code. null when there is none or it must keep waiting. The engine refuses a
+ * stream whose deadline would cut it before its slot is given back (ADR 0118).
  */
 function admitNext(ks) {
   const call = ks.head
   if (call === null) return null
-  const p = ks.tails === null ? native.admitQueued(ks.handle) : native.admitQueuedAt(ks.handle, levelOf(call), call._prio === null ? 0 : call._prio.id)
+  const deadline = call._dlist !== null ? call._deadline : 0
+  const p = ks.tails === null ? native.admitQueued(ks.handle, deadline) : native.admitQueuedAt(ks.handle, levelOf(call), call._prio === null ? 0 : call._prio.id, deadline)
   if (p === KEEP_WAITING || p === STALE_HANDLE) return null
   unqueue(ks, call)
   call._permit = p

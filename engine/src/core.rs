@@ -214,6 +214,22 @@ impl Engine {
             .admit_queued_at(now, level, tenant))
     }
 
+    /// Admit a waiter whose deadline is `deadline` (see `PolicySet::admit_queued_by`).
+    #[inline]
+    pub fn admit_queued_by(
+        &mut self,
+        key: KeyHandle,
+        now: Nanos,
+        level: u8,
+        tenant: u32,
+        deadline: Nanos,
+    ) -> Result<Option<Acquired>, StaleHandle> {
+        Ok(self
+            .registry
+            .get_mut(key)?
+            .admit_queued_by(now, level, tenant, deadline))
+    }
+
     /// A waiter of `level` gave up before running.
     #[inline]
     pub fn leave_queue_at(&mut self, key: KeyHandle, level: u8) -> Result<bool, StaleHandle> {

@@ -170,12 +170,40 @@ impl Limiter {
             let (drain, own) = (slot, slot);
             // Only the waiters at this call's level or above leave before it (ADR 1001).
             let ahead = self.levels.at_or_above(level);
-            let wait = (ahead + 1) as f64 * drain / limit.max(1) as f64;
+            let rounds = (ahead + 1) as f64 / limit.max(1) as f64;
+            // Streams that started together end together: slots come back in rounds, and the
+            // call waits for whole ones. A call that waited one round too long is cut at its
+            // deadline mid-stream, its slot time lost (ADR 0118).
+            let rounds = if self.tail_ns as f64 > slot - self.tail_ns as f64 {
+                rounds.ceil()
+            } else {
+                rounds
+            };
+            let wait = rounds * drain;
             if wait + own > DEADLINE_SHARE * budget_ns as f64 {
                 return Some(QueueRefusal::Deadline);
             }
         }
         None
+    }
+
+    /// A waiter that would be admitted now but whose deadline (engine clock) comes before the
+    /// slot it takes would be given back: refused instead, where calls hold their slot mostly
+    /// past the first byte (streams). Admitted, it would be cut at its deadline mid-stream and
+    /// its slot time lost; refused, the slot goes to a call that can use it (ADR 0118).
+    pub fn refuses_to_start(&mut self, now: Nanos, deadline: Nanos) -> bool {
+        let run = self.expected_run_ns();
+        let streams = 2 * self.tail_ns as u64 > run;
+        if !streams || self.queued == 0 || deadline.saturating_sub(now) >= run {
+            return false;
+        }
+        // Only a waiter the limit would admit now: one that must wait anyway keeps waiting.
+        self.limit.on_acquire(now, self.inflight);
+        if self.inflight >= self.limit.admit_limit() {
+            return false;
+        }
+        self.last_refusal = QueueRefusal::Turn;
+        true
     }
 
     /// Turn one waiter of `level` into a running call if the limit allows it now. The caller
@@ -215,6 +243,18 @@ impl Limiter {
     /// The highest level a call waits at: the next to admit.
     pub fn highest_waiting(&self) -> Option<u8> {
         self.levels.highest()
+    }
+
+    /// See [`Adaptive::late_after`](crate::limit::Adaptive::late_after).
+    #[inline]
+    pub fn late_after(&self, now: Nanos, s: &Sample) -> Option<Nanos> {
+        self.limit.late_after(now, s)
+    }
+
+    /// See [`Adaptive::note_late`](crate::limit::Adaptive::note_late).
+    #[inline]
+    pub fn note_late(&mut self, late: u32) {
+        self.limit.note_late(late);
     }
 
     /// A call this limiter admitted ended; `sample` is `None` for ignored verdicts.
@@ -321,6 +361,7 @@ mod tests {
             inflight: 1,
             verdict: Verdict::Success,
             waited: false,
+            late: false,
         }
     }
 
@@ -401,6 +442,40 @@ mod tests {
         fill(&mut l, &mut rng, 2, 10_000);
         assert_eq!(l.queued(), 19_980);
         assert!(!l.standing());
+    }
+
+    /// A limit of 16 full and 16 waiting; one more call with a 15 s deadline: whether it waits,
+    /// where each call held its slot 5.2 s (streams: first byte at 0.2 s; plain: at the end).
+    fn waiter_behind_a_round_with_15_s(stream: bool) -> Admission {
+        let mut rng = SplitMix64::new(1);
+        let mut l = limiter(16);
+        for _ in 0..32 {
+            assert_eq!(l.admit(0, &mut rng, u64::MAX, D), Admission::Run);
+            let latency_ns = if stream { 200_000_000 } else { 5_200_000_000 };
+            l.release(
+                0,
+                Some(&Sample {
+                    duration_ns: 5_200_000_000,
+                    ..sample(latency_ns)
+                }),
+            );
+        }
+        fill(&mut l, &mut rng, 1, 32);
+        assert_eq!((l.inflight(), l.queued()), (16, 16));
+        l.admit(1, &mut rng, 15_000_000_000, D)
+    }
+
+    #[test]
+    fn streams_wait_for_whole_rounds_of_slots() {
+        // Smoothly, 17 calls leave 16 slots in 17/16 slot times (5.5 s), then it runs one:
+        // 10.7 s, within 0.8 × 15 s: it waits. Streams that started together end together:
+        // slots come back in rounds, so it waits for the second round (10.4 s) and then streams
+        // 5.2 s: 15.6 s, refused at once.
+        assert_eq!(waiter_behind_a_round_with_15_s(false), Admission::Queue);
+        assert_eq!(
+            waiter_behind_a_round_with_15_s(true),
+            Admission::RejectQueue
+        );
     }
 
     #[test]

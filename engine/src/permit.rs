@@ -25,6 +25,8 @@ pub struct PermitSlot {
     pub probe_cycle: u32,
     /// Admitted from the queue: part of the caller's deadline was spent waiting with us.
     pub waited: bool,
+    /// Counted while in flight as waiting for its first byte past the usual (ADR 0118).
+    pub late: bool,
     /// The call's tenant (`tenants::tenant_id`), 0 for none: charged its slot time at settle.
     pub tenant: u32,
 }
@@ -68,6 +70,7 @@ impl PermitSlab {
             probe: probe_cycle != 0,
             probe_cycle,
             waited: false,
+            late: false,
             tenant: 0,
         };
         self.live += 1;
@@ -109,6 +112,19 @@ impl PermitSlab {
     #[inline]
     pub fn live(&self) -> u32 {
         self.live
+    }
+
+    /// Live calls admitted before `t` that have not marked their first byte, each flagged
+    /// `late`: O(slots), at most once per update interval of a streaming key (ADR 0118).
+    pub fn count_late(&mut self, t: Nanos) -> u32 {
+        let mut n = 0;
+        for s in self.slots.iter_mut() {
+            if s.live && s.mark == 0 && s.start < t {
+                s.late = true;
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Approximate heap bytes held.

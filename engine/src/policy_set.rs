@@ -360,6 +360,30 @@ impl PolicySet {
     /// would refuse now never reaches the upstream (and leaves the queue).
     #[inline]
     pub fn admit_queued_at(&mut self, now: Nanos, level: u8, tenant: u32) -> Option<Acquired> {
+        self.admit_queued_by(now, level, tenant, 0)
+    }
+
+    /// As [`admit_queued_at`](Self::admit_queued_at) for a waiter whose deadline is `deadline`
+    /// (engine clock; 0: none). Where calls hold their slot mostly past their first byte
+    /// (streams), a waiter that would be admitted now with less deadline left than a slot is
+    /// held is refused with `Queue` (cause `Turn`) and leaves the queue (ADR 0118).
+    #[inline]
+    pub fn admit_queued_by(
+        &mut self,
+        now: Nanos,
+        level: u8,
+        tenant: u32,
+        deadline: Nanos,
+    ) -> Option<Acquired> {
+        if deadline != 0 {
+            if let Some(l) = &mut self.limiter {
+                if l.refuses_to_start(now, deadline) {
+                    l.leave_queue(level);
+                    self.rejections[RejectReason::Queue as usize] += 1;
+                    return Some(Acquired::Rejected(RejectReason::Queue));
+                }
+            }
+        }
         let a = self.admit_queued_inner(now, level, tenant);
         if let Some(Acquired::Rejected(r)) = a {
             self.rejections[r as usize] += 1;
@@ -531,7 +555,13 @@ impl PolicySet {
                     inflight: slot.inflight,
                     verdict,
                     waited: slot.waited,
+                    late: slot.late,
                 };
+                if !verdict.is_ignored() {
+                    if let Some(after) = l.late_after(end, &sample) {
+                        l.note_late(self.permits.count_late(end.saturating_sub(after)));
+                    }
+                }
                 l.release(end, (!verdict.is_ignored()).then_some(&sample));
                 Ok(l.wakeable())
             }

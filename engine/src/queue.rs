@@ -30,6 +30,9 @@ pub enum QueueRefusal {
     Deadline = 2,
     /// The key already holds `maxQueued` waiting calls.
     Full = 3,
+    /// Its turn came with less of its deadline left than a stream holds its slot: run, it
+    /// would have been cut mid-stream (ADR 0118).
+    Turn = 4,
 }
 
 impl QueueRefusal {
@@ -38,6 +41,7 @@ impl QueueRefusal {
             QueueRefusal::Standing => "standing",
             QueueRefusal::Deadline => "deadline",
             QueueRefusal::Full => "full",
+            QueueRefusal::Turn => "turn",
         }
     }
 }

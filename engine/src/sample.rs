@@ -15,4 +15,7 @@ pub struct Sample {
     pub verdict: Verdict,
     /// The call waited in our queue first: a timeout may have spent its deadline with us.
     pub waited: bool,
+    /// It was counted while in flight as queued at the upstream (no first byte long past the
+    /// usual): the limit already answered for its wait (ADR 0118).
+    pub late: bool,
 }

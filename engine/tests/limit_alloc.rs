@@ -52,6 +52,7 @@ fn adaptive_limit_allocates_nothing_after_construction() {
                     inflight,
                     verdict,
                     waited: false,
+                    late: false,
                 },
                 inflight - 1,
             );

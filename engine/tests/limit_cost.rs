@@ -34,6 +34,7 @@ fn ns_per_call() {
                     inflight,
                     verdict: Verdict::Success,
                     waited: false,
+                    late: false,
                 },
                 inflight - 1,
             );

@@ -46,6 +46,11 @@ pub trait ClientLimiter {
     fn admit_queued_at(&mut self, now: Nanos, _level: u8, _tenant: u32) -> Wake {
         self.admit_queued(now)
     }
+    /// `admit_queued_at` for a waiter whose deadline is `deadline` (0: none), as the JS layer
+    /// passes it.
+    fn admit_queued_by(&mut self, now: Nanos, level: u8, tenant: u32, _deadline: Nanos) -> Wake {
+        self.admit_queued_at(now, level, tenant)
+    }
     /// `leave_queue` for a waiter of `level`.
     fn leave_queue_at(&mut self, _level: u8) {
         self.leave_queue()
@@ -249,6 +254,18 @@ impl ClientLimiter for ResilixClient {
         match self
             .engine
             .admit_queued_at(self.key, now, level, tenant)
+            .expect("live key")
+        {
+            Some(Acquired::Permit(id)) => Wake::Run(id),
+            Some(Acquired::Queued) | None => Wake::Wait,
+            Some(Acquired::Rejected(_)) => Wake::Drop,
+        }
+    }
+
+    fn admit_queued_by(&mut self, now: Nanos, level: u8, tenant: u32, deadline: Nanos) -> Wake {
+        match self
+            .engine
+            .admit_queued_by(self.key, now, level, tenant, deadline)
             .expect("live key")
         {
             Some(Acquired::Permit(id)) => Wake::Run(id),

@@ -65,7 +65,7 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
             |x| x >= 0.9,
             true,
         )],
-        "llm-slots" | "llm-slots-45s" => vec![
+        "llm-slots" | "llm-slots-45s" | "llm-slots-exact" | "llm-slots-45s-exact" => vec![
             g("breakerTrips", "= 0", |x| x == 0.0, true),
             g(
                 "meanLimitOverSlots",

@@ -614,44 +614,64 @@ pub fn all() -> Vec<Scenario> {
 /// An LLM server: G generation slots; a stream gets a slot FIFO, its first token 200 ms after
 /// (so its time to first token includes the wait for a slot), then tokens for 5 s or 45 s,
 /// holding the slot. 40 closed-loop consumers mark at the first token; per-call deadline three
-/// stream lengths: 15 s for 5 s streams, 135 s for 45 s ones.
+/// stream lengths: 15 s for 5 s streams, 135 s for 45 s ones. The `-exact` ones are the Node
+/// tests' SSE server: every stream exactly as long, so streams that start together end
+/// together, round after round (ADR 0118).
 fn llm_scenarios() -> Vec<Scenario> {
+    const VARIED: (f64, f64) = (0.05, 0.1);
+    const EXACT: (f64, f64) = (0.0, 0.0);
     let mut v = Vec::new();
-    for (name, about, slots, len_s, timeout_s, secs) in [
+    for (name, about, slots, len_s, secs, (ttft_sigma, length_sigma)) in [
         (
             "llm-slots",
             "16 slots, TTFT 200ms after a slot, 5s streams, 40 consumers",
             16,
             5.0,
-            15.0,
             300.0,
+            VARIED,
         ),
         (
             "llm-slots-4",
             "4 slots, TTFT 200ms after a slot, 5s streams, 40 consumers",
             4,
             5.0,
-            15.0,
             300.0,
+            VARIED,
         ),
         (
             "llm-slots-45s",
             "16 slots, TTFT 200ms after a slot, 45s streams, 40 consumers",
             16,
             45.0,
-            135.0,
             900.0,
+            VARIED,
+        ),
+        (
+            "llm-slots-exact",
+            "16 slots, TTFT 200ms after a slot, every stream 5s, 40 consumers",
+            16,
+            5.0,
+            300.0,
+            EXACT,
+        ),
+        (
+            "llm-slots-45s-exact",
+            "16 slots, TTFT 200ms after a slot, every stream 45s, 40 consumers",
+            16,
+            45.0,
+            900.0,
+            EXACT,
         ),
     ] {
         let mut sc = common(name, about, secs, Measure::LlmSlots);
         sc.servers = slots;
         sc.load = Load::Closed { callers: 40 };
-        sc.timeout_ns = s(timeout_s);
+        sc.timeout_ns = s(3.0 * len_s);
         sc.streaming = Some(Streaming {
             ttft_median_ns: 200.0 * MS as f64,
-            ttft_sigma: 0.05,
+            ttft_sigma,
             length_median_ns: len_s * SEC as f64,
-            length_sigma: 0.1,
+            length_sigma,
             mark: true,
         });
         v.push(sc);

@@ -632,14 +632,18 @@ impl<'a> World<'a> {
 
     fn admit_waiters(&mut self, c: usize) {
         while let Some((level, id)) = self.next_waiter(c) {
-            let tenant = self.calls[id as usize].tenant;
-            let wake = if self.sc.mix.is_some() {
-                self.clients[c]
-                    .limiter
-                    .admit_queued_at(self.now, level as u8, tenant)
-            } else {
-                self.clients[c].limiter.admit_queued(self.now)
+            let call = self.calls[id as usize];
+            // The JS layer passes the waiter's deadline, counted from the request's first attempt.
+            let deadline = match self.sc.timeout_ns {
+                u64::MAX => 0,
+                t => call.origin + t,
             };
+            let wake = self.clients[c].limiter.admit_queued_by(
+                self.now,
+                level as u8,
+                call.tenant,
+                deadline,
+            );
             match wake {
                 Wake::Run(permit) => {
                     self.clients[c].waiters[level].pop_front();

@@ -189,10 +189,16 @@ fn a_rate_quota_is_met_by_the_throttle_where_the_limit_alone_lets_doomed_calls_t
 
 /// An LLM server with 16 generation slots, streams marked at their first token: the breaker
 /// stays closed, the limit finds the slots, the slots stay busy and the baseline is the time
-/// to first token, with streams of 5 s and of 45 s.
+/// to first token, with streams of 5 s and of 45 s, of lengths that vary and of exact ones
+/// (streams that start together end together, ADR 0118).
 #[test]
 fn streams_find_the_generation_slots() {
-    for name in ["llm-slots", "llm-slots-45s"] {
+    for name in [
+        "llm-slots",
+        "llm-slots-45s",
+        "llm-slots-exact",
+        "llm-slots-45s-exact",
+    ] {
         let m = metrics_of(&scenario(name), VEGAS, SEED);
         assert_eq!(metric(&m, "breakerTrips"), Some(0.0), "{name}: {m:?}");
         let limit = metric(&m, "meanLimitOverSlots").unwrap();

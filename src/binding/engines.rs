@@ -172,23 +172,43 @@ pub fn resolve_key(id: f64, key: String) -> Result<f64> {
 
 // `acquire` and `settle` are raw N-API callbacks: see hot.rs.
 
-/// Admit the oldest waiter: a permit, `KEEP_WAITING`, a breaker rejection, or `STALE_HANDLE`.
+/// Admit the oldest waiter, whose deadline is `deadline_ms` (engine clock, as `nowMs`; 0:
+/// none): a permit, `KEEP_WAITING`, a breaker or queue rejection, or `STALE_HANDLE`.
 #[napi(catch_unwind)]
-pub fn admit_queued(handle: f64) -> f64 {
+pub fn admit_queued(handle: f64, deadline_ms: f64) -> f64 {
     let t = now();
-    with_engine(handle, |e, k| match e.admit_queued(k, t) {
-        Ok(Some(a)) => acquired_code(a),
-        Ok(None) => KEEP_WAITING,
-        Err(_) => STALE_HANDLE,
+    let deadline = deadline_ns(deadline_ms);
+    with_engine(handle, |e, k| {
+        let Ok(level) = e.highest_waiting(k) else {
+            return STALE_HANDLE;
+        };
+        let Some(level) = level else {
+            return KEEP_WAITING;
+        };
+        match e.admit_queued_by(k, t, level, 0, deadline) {
+            Ok(Some(a)) => acquired_code(a),
+            Ok(None) => KEEP_WAITING,
+            Err(_) => STALE_HANDLE,
+        }
     })
     .unwrap_or(STALE_HANDLE)
+}
+
+/// A waiter's deadline in engine-clock ms (0, negative or not finite: none) as engine ns.
+pub(crate) fn deadline_ns(ms: f64) -> u64 {
+    if ms.is_finite() && ms > 0.0 {
+        ((ms * 1e6) as u64).max(1)
+    } else {
+        0
+    }
 }
 
 /// Why a key's queue refused a call.
 #[napi(object)]
 pub struct QueueRefusalInfo {
     /// `'standing'`: the queue stood and its factors shed the call; `'deadline'`: the call could
-    /// not leave the queue by its deadline; `'full'`: `maxQueued` calls already wait.
+    /// not leave the queue by its deadline; `'full'`: `maxQueued` calls already wait; `'turn'`:
+    /// a stream's turn came with less deadline left than it would hold its slot.
     pub cause: String,
     pub max_queued: u32,
 }

@@ -53,12 +53,13 @@ pub fn acquire_at(handle: f64, budget_ms: f64, level: u32, tenant: f64) -> f64 {
 /// Admit the oldest waiter of `level` (the highest level waiting), by `tenant`: as
 /// `admitQueued`.
 #[napi(catch_unwind)]
-pub fn admit_queued_at(handle: f64, level: u32, tenant: f64) -> f64 {
+pub fn admit_queued_at(handle: f64, level: u32, tenant: f64, deadline_ms: f64) -> f64 {
     let t = now();
     let level = level.min(LEVELS as u32 - 1) as u8;
     let tenant = tenant_of(tenant);
+    let deadline = super::engines::deadline_ns(deadline_ms);
     with_engine(handle, |e, k| {
-        match e.admit_queued_at(k, t, level, tenant) {
+        match e.admit_queued_by(k, t, level, tenant, deadline) {
             Ok(Some(a)) => acquired_code(a),
             Ok(None) => KEEP_WAITING,
             Err(_) => STALE_HANDLE,

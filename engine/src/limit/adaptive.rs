@@ -77,6 +77,11 @@ pub struct Adaptive {
     probe: Probe,
 }
 
+/// A call that holds its slot past its first byte (a stream) and has waited `LATE` × the
+/// no-load latency without one is queued at the upstream (for a generation slot, say). Ours, a
+/// guess: ADR 0118 has 2 and 8.
+const LATE: f64 = 4.0;
+
 impl Adaptive {
     pub fn new(kind: Kind, o: &LimiterOptions, now: Nanos) -> Self {
         Adaptive {
@@ -160,6 +165,35 @@ impl Adaptive {
         self.probe.note_tail(tail_ns);
     }
 
+    /// Where calls hold their slot past their first byte (streams), at a sample `s` settled
+    /// `now` that evaluates the limit: the age past which a call still without its first byte
+    /// is queued at the upstream. Its own sample comes only when its stream ends, a whole stream
+    /// later; the owner counts such calls and passes them to `note_late` (ADR 0118). At most
+    /// once per update interval. Before any window the no-load latency is the cold calls' (ADR
+    /// 0116), or before them this call's own: the first streams end together, and the next
+    /// window may be 30 s away.
+    #[inline]
+    pub fn late_after(&self, now: Nanos, s: &Sample) -> Option<Nanos> {
+        if now.saturating_sub(self.last_eval) < self.update_ns {
+            return None;
+        }
+        let base = match self.p90.baseline.value {
+            b if b > 0.0 => b,
+            _ => self.probe.cold_p90().unwrap_or(s.latency_ns as f64),
+        };
+        let tail = self
+            .probe
+            .tail()
+            .max(s.duration_ns.saturating_sub(s.latency_ns) as f64);
+        (base > 0.0 && tail > base).then_some((base * LATE) as Nanos)
+    }
+
+    /// See `late_after`.
+    #[inline]
+    pub fn note_late(&mut self, late: u32) {
+        self.window.late_now = late.min(u16::MAX as u32) as u16;
+    }
+
     #[inline]
     pub fn on_admit(&mut self, now: Nanos) {
         self.probe.admitted(now, self.p90.filter.smoothed);
@@ -238,8 +272,12 @@ impl Adaptive {
         match verdict {
             Verdict::Success | Verdict::Answered => {
                 self.pressure.healthy += 1;
+                // A call counted late while it waited: the limit already answered for that
+                // wait, and reading it again a stream later would cut twice (ADR 0118).
+                let read = (!s.late).then_some(lat);
                 self.window
-                    .add(Some(lat), s.duration_ns as f64, s.inflight, true);
+                    .add(read, s.duration_ns as f64, s.inflight, true);
+                self.window.late = self.window.late.saturating_add(s.late as u16);
                 if self.p90.baseline.value == 0.0 && s.inflight <= self.probe_level() {
                     self.probe.cold_sample(lat);
                 }
@@ -297,7 +335,7 @@ impl Adaptive {
                     // is known yet: the deadline was spent with us, so the timeout says nothing
                     // about the upstream (ADR 0110; a burst on a new key: ADR 0114).
                     self.tick_probe(now, inflight);
-                    return self.maybe_evaluate(now);
+                    return self.maybe_evaluate(now, inflight);
                 }
                 // The deadline is a lower bound on the true latency: it belongs in the window.
                 self.pressure.timeout += 1;
@@ -312,13 +350,13 @@ impl Adaptive {
             self.window.fresh += 1;
         }
         self.tick_probe(now, inflight);
-        self.maybe_evaluate(now);
+        self.maybe_evaluate(now, inflight);
     }
 
     #[inline]
-    fn maybe_evaluate(&mut self, now: Nanos) {
+    fn maybe_evaluate(&mut self, now: Nanos, inflight: u32) {
         if now.saturating_sub(self.last_eval) >= self.update_ns {
-            self.evaluate(now);
+            self.evaluate(now, inflight);
         }
     }
 
@@ -329,8 +367,9 @@ impl Adaptive {
         peak as f64 * 2.0 >= self.limit || self.limit < self.initial as f64
     }
 
-    fn evaluate(&mut self, now: Nanos) {
+    fn evaluate(&mut self, now: Nanos, inflight: u32) {
         self.last_eval = now;
+        let late = std::mem::take(&mut self.window.late_now) as u32;
         let p = std::mem::take(&mut self.pressure);
         let drops = p.overload + p.timeout;
         let quantile = self.quantile as f64;
@@ -354,11 +393,11 @@ impl Adaptive {
             self.window_max_ns,
             self.min_samples,
         ) {
-            self.close_window(now, decreased);
+            self.close_window(now, decreased, late, inflight);
         }
     }
 
-    fn close_window(&mut self, now: Nanos, decreased: bool) {
+    fn close_window(&mut self, now: Nanos, decreased: bool, late: u32, inflight: u32) {
         let w = &self.window;
         let gate = gates::Window {
             healthy: w.healthy * 2 >= w.count,
@@ -418,7 +457,22 @@ impl Adaptive {
                 }
                 Kind::Aimd => aimd::on_window(&r),
             };
-            let next = self.clamp(gates::apply(before, proposed, &gate));
+            let mut next = gates::apply(before, proposed, &gate);
+            if self.kind != Kind::Aimd {
+                if late > 0 {
+                    // Calls queued at the upstream now, that no sample shows yet: no raise, and
+                    // no more than the calls it was serving as this one ended (ADR 0118). A
+                    // count of what is in flight now: no round trip's lag to wait out (gate 6).
+                    next = next
+                        .min(before)
+                        .min((inflight + 1).saturating_sub(late) as f64);
+                } else if self.window.late > 0 {
+                    // Queued at the upstream within this window: one call more at most, as
+                    // Vegas raises on a small queue.
+                    next = next.min(before + vegas::log_factor(before));
+                }
+            }
+            let next = self.clamp(next);
             if next > before || next < before - vegas::log_factor(before) {
                 self.last_move = now;
             }

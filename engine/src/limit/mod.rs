@@ -137,6 +137,23 @@ impl Limit {
         }
     }
 
+    /// See [`Adaptive::late_after`]: `None` for a fixed limit.
+    #[inline]
+    pub fn late_after(&self, now: Nanos, s: &Sample) -> Option<Nanos> {
+        match self {
+            Limit::Fixed(_) => None,
+            Limit::Adaptive(a) => a.late_after(now, s),
+        }
+    }
+
+    /// See [`Adaptive::note_late`].
+    #[inline]
+    pub fn note_late(&mut self, late: u32) {
+        if let Limit::Adaptive(a) = self {
+            a.note_late(late);
+        }
+    }
+
     /// One settled call, with the calls still in flight after it. `Rejected` and `Cancelled`
     /// verdicts never arrive here.
     #[inline]

@@ -152,8 +152,11 @@ impl Probe {
         // no-load latencies is the scale (a loaded one, far above the capacity, would put the
         // next probe minutes away).
         // Until a probe has measured it, and while probes still move it far, the baseline may
-        // be a loaded latency: no scaling.
-        let expected = if self.settled {
+        // be a loaded latency: no scaling. Except where calls hold their slot past their first
+        // byte for longer than the interval (long streams): draining can take a whole stream,
+        // and probing at every phase would hold admission low most of the time (ADR 0118).
+        let long_streams = self.base > 0.0 && self.tail as f64 > self.interval as f64;
+        let expected = if self.settled || long_streams {
             3.0 * self.base as f64 + self.tail as f64
         } else {
             0.0
@@ -443,6 +446,13 @@ impl Probe {
         let m = (self.n as usize >= COLD_SAMPLES).then(|| self.reading());
         self.n = 0;
         m
+    }
+
+    /// The cold calls' p90 so far (see `cold_sample`), once `COLD_SAMPLES` were timed; the
+    /// buffer is kept for `take_cold`.
+    pub fn cold_p90(&self) -> Option<f64> {
+        (self.measured == 0 && self.state == State::Idle && self.n as usize >= COLD_SAMPLES)
+            .then(|| self.p90())
     }
 
     /// The p90 and mean of the samples taken (at least one).

@@ -30,6 +30,7 @@ fn feed(l: &mut Limit, now: u64, lat_ms: u64, inflight: u32, verdict: Verdict) {
             inflight,
             verdict,
             waited: false,
+            late: false,
         },
         inflight.saturating_sub(1),
     );
@@ -329,6 +330,7 @@ fn streams_learn_from_time_to_first_token() {
                 inflight: 16,
                 verdict: Verdict::Success,
                 waited: false,
+                late: false,
             },
             15,
         );

@@ -18,6 +18,12 @@ pub struct Window {
     sum_duration: f64,
     /// Successes and answered calls: evidence of health.
     pub healthy: u32,
+    /// Healthy calls counted late while in flight (queued at the upstream, ADR 0118): they
+    /// carry no latency.
+    pub late: u16,
+    /// Calls in flight still without their first byte long past the usual, counted by the
+    /// limiter's owner for the evaluation at hand (ADR 0118); 0 unless calls stream.
+    pub late_now: u16,
     /// Highest `inflight` reported by a sample: the demand the window saw.
     pub peak_inflight: u32,
     /// Samples whose call started at or after the limit last moved (counted by `Adaptive` for
@@ -35,6 +41,8 @@ impl Window {
             sum_latency: 0.0,
             sum_duration: 0.0,
             healthy: 0,
+            late: 0,
+            late_now: 0,
             peak_inflight: 0,
             fresh: 0,
             estimator: Hybrid::new(q),
@@ -48,6 +56,7 @@ impl Window {
         self.sum_latency = 0.0;
         self.sum_duration = 0.0;
         self.healthy = 0;
+        self.late = 0;
         self.peak_inflight = 0;
         self.fresh = 0;
         self.estimator.clear();
@@ -87,7 +96,8 @@ impl Window {
     /// The mean latency of the healthy calls: a timeout's latency is cut short by the caller's
     /// deadline (and may have been spent in our queue), a failure's is censored.
     pub fn mean(&self) -> Option<f64> {
-        (self.healthy > 0).then(|| self.sum_latency / self.healthy as f64)
+        let n = self.healthy.saturating_sub(self.late as u32);
+        (n > 0).then(|| self.sum_latency / n as f64)
     }
 
     pub fn quantile(&self) -> Option<f64> {

@@ -1,0 +1,203 @@
+//! Streams queued at the upstream (ADR 0118): a call that holds its slot past its first byte
+//! gives its sample only when its stream ends, so a call still waiting for its first byte long
+//! past the usual is counted while it waits. An upstream with 16 generation slots, driven by
+//! hand: 20 calls admitted at once (the default `initialLimit`), 16 reach their first token
+//! 200 ms later and stream for 45 s, 4 wait for a slot.
+
+use resilix_engine::{
+    Acquired, Engine, KeyHandle, LimiterOptions, PolicyOptions, QueueOptions, QueueRefusal,
+    RegistryOptions, RejectReason, Verdict, NANOS_PER_MS,
+};
+
+const T0: u64 = 1_000 * NANOS_PER_MS;
+const TTFT: u64 = 200;
+const STREAM: u64 = 45_000;
+
+fn ms(n: u64) -> u64 {
+    T0 + n * NANOS_PER_MS
+}
+
+fn engine() -> (Engine, KeyHandle) {
+    engine_with(None)
+}
+
+fn engine_with(queue: Option<QueueOptions>) -> (Engine, KeyHandle) {
+    let p = PolicyOptions {
+        breaker: None,
+        limiter: Some(LimiterOptions {
+            queue,
+            ..LimiterOptions::default()
+        }),
+        bulkhead: None,
+        throttle: None,
+        quota: None,
+    };
+    let mut e = Engine::new(p, RegistryOptions::default(), 7).expect("valid options");
+    let h = e.resolve("llm", T0).unwrap().handle;
+    (e, h)
+}
+
+fn admit(e: &mut Engine, h: KeyHandle, at: u64, n: usize) -> Vec<u64> {
+    (0..n)
+        .map(|_| match e.acquire(h, ms(at)).unwrap() {
+            Acquired::Permit(id) => id,
+            other => panic!("expected a permit, got {other:?}"),
+        })
+        .collect()
+}
+
+/// Up to `n` calls, as many as admission allows now (a probe may hold it).
+fn admit_up_to(e: &mut Engine, h: KeyHandle, at: u64, n: usize) -> Vec<u64> {
+    (0..n)
+        .map_while(|_| match e.acquire(h, ms(at)).unwrap() {
+            Acquired::Permit(id) => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+fn limit(e: &Engine, h: KeyHandle, at: u64) -> u32 {
+    e.stats(h, ms(at)).unwrap().limit
+}
+
+/// The first burst: 20 calls, the first 16 in slots; `marks` says whether calls mark their
+/// first token (streams read with `ctx.mark()`) or not (plain calls answered at the end). The
+/// 16 end at 45.2 s, one every 10 ms; returns the 4 calls still waiting and the time.
+fn first_burst(e: &mut Engine, h: KeyHandle, marks: bool) -> (Vec<u64>, u64) {
+    let ids = admit(e, h, 0, 20);
+    let (served, waiting) = ids.split_at(16);
+    if marks {
+        for &id in served {
+            e.mark(h, id, ms(TTFT)).unwrap();
+        }
+    }
+    let mut t = TTFT + STREAM;
+    for &id in served {
+        e.settle(h, id, Verdict::Success, ms(t)).unwrap().unwrap();
+        t += 10;
+    }
+    (waiting.to_vec(), t)
+}
+
+#[test]
+fn calls_without_a_first_byte_long_past_the_usual_bring_the_limit_to_the_calls_served() {
+    let (mut e, h) = engine();
+    let (_, t) = first_burst(&mut e, h, true);
+    // 4 calls have waited 45 s for a first token that takes 200 ms: the upstream serves 16.
+    assert_eq!(limit(&e, h, t), 16);
+}
+
+#[test]
+fn plain_calls_are_never_counted_late() {
+    // The same calls without marks: their latency is their whole duration and nothing holds a
+    // slot past its response, so a call in flight is only a slow call, judged by its sample.
+    let (mut e, h) = engine();
+    let (_, t) = first_burst(&mut e, h, false);
+    assert!(limit(&e, h, t) >= 20, "limit {}", limit(&e, h, t));
+}
+
+#[test]
+fn the_late_calls_samples_do_not_cut_the_limit_a_second_time() {
+    let (mut e, h) = engine();
+    let (waiting, t) = first_burst(&mut e, h, true);
+    assert_eq!(limit(&e, h, t), 16);
+    // The 4 get their slots as the first streams end, new calls take the rest (as many as
+    // admission allows): all mark 200 ms later and end a stream after. The 4 report a 45 s time
+    // to first token, a wait the limit already answered for.
+    let mut second = waiting.clone();
+    second.extend(admit_up_to(&mut e, h, t, 12));
+    for &id in &second {
+        e.mark(h, id, ms(t + TTFT)).unwrap();
+    }
+    // Their streams end over the next 30 s (lengths differ), so windows close on them: each
+    // late call between three others.
+    second.sort_by_key(|id| !waiting.contains(id));
+    let order: Vec<u64> = (0..second.len())
+        .map(|i| match i % 4 {
+            0 if i / 4 < waiting.len() => second[i / 4],
+            _ => second[waiting.len() + i - 1 - i / 4],
+        })
+        .collect();
+    let mut end = t + TTFT + STREAM;
+    for &id in &order {
+        e.settle(h, id, Verdict::Success, ms(end)).unwrap().unwrap();
+        end += 2_000;
+    }
+    let after = limit(&e, h, end);
+    assert!(
+        (16..=17).contains(&after),
+        "not cut again by the late calls' waits, and raised by one call at most while they were \
+         in the window: {after}"
+    );
+}
+
+/// A key with a queue, taught by 16 calls of 45 s (streams marked at 200 ms, or plain calls),
+/// full again with one waiter; a slot comes back and the waiter, with `left_ms` of its
+/// deadline left, asks to run: the answer, and the engine.
+fn waiter_at_a_freed_slot(marks: bool, left_ms: u64) -> (Option<Acquired>, Engine, KeyHandle) {
+    let (mut e, h) = engine_with(Some(QueueOptions::default()));
+    let ids = admit(&mut e, h, 0, 16);
+    let mut t = TTFT + STREAM;
+    for &id in &ids {
+        if marks {
+            e.mark(h, id, ms(TTFT)).unwrap();
+        }
+        e.settle(h, id, Verdict::Success, ms(t)).unwrap().unwrap();
+        t += 10;
+    }
+    // Fill the limit; the first call it does not admit waits.
+    let mut running = Vec::new();
+    loop {
+        match e.acquire(h, ms(t)).unwrap() {
+            Acquired::Permit(id) => running.push(id),
+            Acquired::Queued => break,
+            other => panic!(
+                "expected to queue behind {} calls, got {other:?}",
+                running.len()
+            ),
+        }
+    }
+    if marks {
+        e.mark(h, running[0], ms(t + TTFT)).unwrap();
+    }
+    let end = t + TTFT + STREAM;
+    e.settle(h, running[0], Verdict::Success, ms(end))
+        .unwrap()
+        .unwrap();
+    let level = e.highest_waiting(h).unwrap().expect("a waiter");
+    let a = e
+        .admit_queued_by(h, ms(end), level, 0, ms(end + left_ms))
+        .unwrap();
+    (a, e, h)
+}
+
+#[test]
+fn a_stream_whose_deadline_comes_before_its_slot_would_be_given_back_is_refused_at_once() {
+    // A stream holds its slot about 45 s: with 30 s of its deadline left it would be cut
+    // mid-stream, its slot time lost. It is refused, says why, and leaves the queue.
+    let (a, e, h) = waiter_at_a_freed_slot(true, 30_000);
+    assert_eq!(a, Some(Acquired::Rejected(RejectReason::Queue)));
+    assert_eq!(e.last_queue_refusal(h).unwrap().0, QueueRefusal::Turn);
+    assert_eq!(e.highest_waiting(h).unwrap(), None, "it left the queue");
+    // With a whole stream's time left it runs.
+    assert!(matches!(
+        waiter_at_a_freed_slot(true, 60_000).0,
+        Some(Acquired::Permit(_))
+    ));
+    // A plain call is never refused for it: it runs for what deadline it has.
+    assert!(matches!(
+        waiter_at_a_freed_slot(false, 30_000).0,
+        Some(Acquired::Permit(_))
+    ));
+}
+
+#[test]
+fn streams_longer_than_the_probe_interval_are_not_probed_at_the_next_phase() {
+    // A probe holds admission at a quarter of the limit until the calls in flight drain to it:
+    // with 45 s streams that is a whole stream with most slots idle. The next probe waits for
+    // an interval scaled by the stream instead.
+    let (mut e, h) = engine();
+    let (_, t) = first_burst(&mut e, h, true);
+    let admitted = admit_up_to(&mut e, h, t + 1_000, 12);
+    assert_eq!(admitted.len(), 12, "the 12 free slots are filled");
+}

@@ -48,6 +48,7 @@ test('a stream whose turn comes with less deadline left than it would hold its s
   assert.equal(s.queued, 0, 'it left the queue')
   assert.equal(s.inflight, 0, 'no slot is held for it')
   assert.equal(s.rejections.queue, 1)
+  assert.equal(s.queueRefusalsByPriority.normal, 1, 'counted by priority, as every queue refusal')
   rx.close()
 })
 

@@ -122,10 +122,26 @@ impl Limiter {
     /// How long an admitted call is expected to hold its slot, as the queue's deadline rule
     /// reckons it (0 before any call settled).
     pub fn expected_run_ns(&self) -> u64 {
+        self.slot_ns() as u64
+    }
+
+    /// A slot is held for a latency plus, for a stream, its body (the tail). The latency is the
+    /// windows' smoothed p90: cautious, as calls on the edge of their deadline would time out
+    /// after waiting (with the mean, `baseline-shift` goodput fell from 96 % to 19 %), and
+    /// unlike the mean hold time it does not jump when our own event loop stalls (ADR 0114).
+    /// Before any window, or with a fixed limit, the mean hold time stands in.
+    #[inline]
+    fn slot_ns(&self) -> f64 {
         match self.limit.expected_latency_ns() {
-            p90 if p90 > 0.0 => (p90 + self.tail_ns as f64) as u64,
-            _ => self.hold_ns as u64,
+            p90 if p90 > 0.0 => p90 + self.tail_ns as f64,
+            _ => self.hold_ns as f64,
         }
+    }
+
+    /// Calls hold a `slot` mostly past their first byte: streams (ADR 0118).
+    #[inline]
+    fn streams(&self, slot: f64) -> bool {
+        2.0 * self.tail_ns as f64 > slot
     }
 
     /// Why a call that cannot run now may not wait either; `None`: it waits.
@@ -157,30 +173,20 @@ impl Limiter {
         }
         if budget_ns != u64::MAX && hold > 0.0 {
             // Expected wait: the waiters ahead and this call leave at `limit` per slot time;
-            // then the call itself runs for one more. A slot is held for a latency plus, for a
-            // stream, its body (the tail). The latency is the windows' smoothed p90: cautious,
-            // as calls on the edge of their deadline would time out after waiting (with the
-            // mean, `baseline-shift` goodput fell from 96 % to 19 %), and unlike the mean hold
-            // time it does not jump when our own event loop stalls (ADR 0114). Before any
-            // window, or with a fixed limit, the mean hold time stands in.
-            let slot = match self.limit.expected_latency_ns() {
-                p90 if p90 > 0.0 => p90 + self.tail_ns as f64,
-                _ => hold,
-            };
-            let (drain, own) = (slot, slot);
+            // then the call itself runs for one more (`slot_ns`).
+            let slot = self.slot_ns();
             // Only the waiters at this call's level or above leave before it (ADR 1001).
             let ahead = self.levels.at_or_above(level);
             let rounds = (ahead + 1) as f64 / limit.max(1) as f64;
             // Streams that started together end together: slots come back in rounds, and the
             // call waits for whole ones. A call that waited one round too long is cut at its
             // deadline mid-stream, its slot time lost (ADR 0118).
-            let rounds = if self.tail_ns as f64 > slot - self.tail_ns as f64 {
+            let rounds = if self.streams(slot) {
                 rounds.ceil()
             } else {
                 rounds
             };
-            let wait = rounds * drain;
-            if wait + own > DEADLINE_SHARE * budget_ns as f64 {
+            if rounds * slot + slot > DEADLINE_SHARE * budget_ns as f64 {
                 return Some(QueueRefusal::Deadline);
             }
         }
@@ -192,9 +198,8 @@ impl Limiter {
     /// past the first byte (streams). Admitted, it would be cut at its deadline mid-stream and
     /// its slot time lost; refused, the slot goes to a call that can use it (ADR 0118).
     pub fn refuses_to_start(&mut self, now: Nanos, deadline: Nanos) -> bool {
-        let run = self.expected_run_ns();
-        let streams = 2 * self.tail_ns as u64 > run;
-        if !streams || self.queued == 0 || deadline.saturating_sub(now) >= run {
+        let slot = self.slot_ns();
+        if !self.streams(slot) || self.queued == 0 || deadline.saturating_sub(now) as f64 >= slot {
             return false;
         }
         // Only a waiter the limit would admit now: one that must wait anyway keeps waiting.

@@ -380,6 +380,7 @@ impl PolicySet {
                 if l.refuses_to_start(now, deadline) {
                     l.leave_queue(level);
                     self.rejections[RejectReason::Queue as usize] += 1;
+                    self.queue_refusals_by_priority[class_of(level) as usize] += 1;
                     return Some(Acquired::Rejected(RejectReason::Queue));
                 }
             }

@@ -19,7 +19,7 @@ const SERVICE_MS = 100
 const fast = { windowMinMs: 50, minSamples: 10, updateIntervalMs: 0, minLimit: 1, maxLimit: 200 }
 const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length
 
-async function drive(rx, url, ms) {
+async function drive(rx, url, ms, callers = 40) {
   let stop = false
   const loop = async () => {
     while (!stop) {
@@ -31,7 +31,7 @@ async function drive(rx, url, ms) {
       }, { key: 'up' }).catch(() => sleep(50)) // refused: back off, don't spin the CPU
     }
   }
-  const loops = Array.from({ length: 40 }, loop)
+  const loops = Array.from({ length: callers }, loop)
   const limits = []
   const end = performance.now() + ms
   while (performance.now() < end) {
@@ -46,18 +46,25 @@ async function drive(rx, url, ms) {
 // Default options throughout (2 s windows, 50 samples, the baseline probe every 10 s): what a
 // user gets. 40 callers through global fetch against capacity 8 from a limit of 60 and of 20,
 // and beside them a capacity of 16 that halves to 8 in place after 25 s; all three at once.
-test(`upstream limit (vegas, defaults): from 60 and from 20 it settles within 0.5-2 x the capacity (${CAPACITY}); it follows a halving (16 -> 8) within 15 s`, async (t) => {
-  const ups = await Promise.all([startUpstream(0, CAPACITY, SERVICE_MS), startUpstream(0, CAPACITY, SERVICE_MS), startUpstream(0, 16, SERVICE_MS)])
+// And a restart into a busy upstream: 64 callers from a limit of 100 on a capacity of 12 (40 ms).
+test(`upstream limit (vegas, defaults): from 60 and from 20 it settles within 0.5-2 x the capacity (${CAPACITY}); it follows a halving (16 -> 8) within 15 s; from 100 on 12 it is within 2 x by 5 s and stays within 0.5-2 x`, async (t) => {
+  const ups = await Promise.all([startUpstream(0, CAPACITY, SERVICE_MS), startUpstream(0, CAPACITY, SERVICE_MS), startUpstream(0, 16, SERVICE_MS), startUpstream(0, 12, 40)])
   try {
     const url = (up) => `http://127.0.0.1:${up.port}/`
     const run = [60, 20].map((initialLimit, i) => drive(new Resilix({ initialLimit }), url(ups[i]), 60_000))
     const halving = drive(new Resilix(), url(ups[2]), 45_000)
+    const above = drive(new Resilix({ initialLimit: 100 }), url(ups[3]), 30_000, 64)
     await sleep(25_000)
     await (await fetch(`${url(ups[2])}capacity/8`)).text()
-    const [from60, from20, half] = await Promise.all([...run, halving])
+    const [from60, from20, half, from100] = await Promise.all([...run, halving, above])
     t.diagnostic(`from 60, the limit every 100 ms: ${from60.join(' ')}`)
     t.diagnostic(`from 20: ${from20.join(' ')}`)
     t.diagnostic(`16 -> 8 at 25 s: ${half.join(' ')}`)
+    t.diagnostic(`from 100 on 12: ${from100.join(' ')}`)
+    // Its first window reads the queue its own first calls caused; the first probe comes at
+    // once and sizes the limit from that window instead of waiting for the next phase.
+    const late = from100.slice(50) // from 5 s on
+    assert.ok(late.every((l) => l >= 6 && l <= 24), `from 100 on 12: not within 6-24 from 5 s on: ${from100.join(' ')}`)
     for (const [name, limits] of [['from 60', from60], ['from 20', from20]]) {
       const last = mean(limits.slice(-100)) // the last 10 s
       assert.ok(last >= CAPACITY / 2 && last <= CAPACITY * 2, `${name}: mean limit over the last 10 s ${last.toFixed(1)} not within 0.5-2 x ${CAPACITY}`)

@@ -109,12 +109,26 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
         ],
         "baseline-shift" => vec![g("goodputPct", ">= 90 %", |x| x >= 90.0, true)],
         "idle" => vec![g("recovered", "= 1", |x| x == 1.0, true)],
-        "real-small" | "real-from-above" => vec![g(
+        "real-small" => vec![g(
             "meanLimitOverCapacity",
             "0.5-2 x C (the Node tests' band)",
             |x| (0.5..=2.0).contains(&x),
             false,
         )],
+        "real-from-above" => vec![
+            g(
+                "meanLimitOverCapacity",
+                "0.5-2 x C (the Node tests' band)",
+                |x| (0.5..=2.0).contains(&x),
+                false,
+            ),
+            g(
+                "inBandS",
+                "<= 5 s (within 0.5-2 x C from then on)",
+                |x| x <= 5.0,
+                true,
+            ),
+        ],
         "fleet" => vec![
             g("jain", ">= 0.95", |x| x >= 0.95, true),
             g(

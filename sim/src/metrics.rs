@@ -151,6 +151,25 @@ impl Run<'_> {
         first_ok.map(|i| (i - r.start) as f64 * TICK_NS as f64 / SEC as f64)
     }
 
+    /// Seconds from `a` until the limit stays within 0.5–2 × the capacity up to `b` (the Node
+    /// tests' band).
+    fn in_band_s(&self, a: f64, b: f64) -> Option<f64> {
+        let r = self.ticks(a, b);
+        let inside = |i: usize| {
+            let c = self.tr.servers[i] as f64;
+            (0.5 * c..=2.0 * c).contains(&self.limit_at(i))
+        };
+        let mut first_ok = None;
+        for i in r.clone().rev() {
+            if inside(i) {
+                first_ok = Some(i);
+            } else {
+                break;
+            }
+        }
+        first_ok.map(|i| (i - r.start) as f64 * TICK_NS as f64 / SEC as f64)
+    }
+
     fn windows(&self, s: Option<f64>) -> Option<f64> {
         let w = self.row.window_s()?;
         s.map(|s| s / w)
@@ -372,6 +391,7 @@ pub fn compute(run: &Run) -> Vec<Metric> {
                 ("shedPct", some(run.shed_pct(from, to))),
                 ("convergenceS", conv),
                 ("convergenceWindows", run.windows(conv)),
+                ("inBandS", run.in_band_s(since, to)),
             ]
         }
         Measure::Batch { at, size } => {

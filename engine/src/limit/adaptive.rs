@@ -31,6 +31,12 @@ pub enum Kind {
 /// between: at 1.5 `open-loop-2x` goodput fell from 99.5 % to 92.9 %.
 const COLD_JUMP: f64 = 3.0;
 
+/// A first window this much slower than the cold calls, but not `COLD_JUMP`, may have been
+/// loaded: the first probe comes at once instead of at the next phase (ADR 0119). Ours, a
+/// guess: a few cold calls read up to 1.9 × lower than an unloaded window in the simulator,
+/// where the probe then only costs its hold.
+const EARLY_PROBE: f64 = 1.5;
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Pressure {
     total: u32,
@@ -69,6 +75,11 @@ pub struct Adaptive {
     /// A window has closed: the limit is no longer only `initialLimit` (ADR 0116).
     sized: bool,
     pressure: Pressure,
+    /// The last window that read a latency: its peak inflight and mean latency (ns), the
+    /// concurrency and the latency it caused. A probe that finds the baseline loaded sizes the
+    /// limit from them at once (ADR 0119).
+    last_peak: f32,
+    last_mean: f32,
     window: Window,
     /// The windows' p90, smoothed, with its baseline (stats, the queue's wait estimate).
     p90: Track,
@@ -105,6 +116,8 @@ impl Adaptive {
             slow_start: true,
             sized: false,
             pressure: Pressure::default(),
+            last_peak: 0.0,
+            last_mean: 0.0,
             window: Window::new(o.quantile, now),
             p90: Track::default(),
             mean: Track::default(),
@@ -244,13 +257,42 @@ impl Adaptive {
         let before = self.mean.baseline.value;
         let a = self.p90.baseline.measured(m.p90);
         let b = self.mean.baseline.measured(m.mean);
-        let jumped = before == 0.0 || m.mean > before * PROBE_JUMP || m.mean * PROBE_JUMP < before;
+        let down = before > 0.0 && m.mean * PROBE_JUMP < before;
+        let jumped = before == 0.0 || m.mean > before * PROBE_JUMP || down;
         self.probe.note_settled(!jumped);
         if a || b {
             self.p90.filter.reset();
             self.mean.filter.reset();
             self.window.reset(now);
         }
+        if down && self.kind != Kind::Aimd {
+            self.loaded_baseline(now, m.mean);
+        }
+    }
+
+    /// A probe read the no-load latency far below the baseline: the windows so far were
+    /// loaded, by this client's own calls (a start above the capacity) or by others'. The last
+    /// window's concurrency and latency then say how many calls the upstream served without a
+    /// queue (Little's law: peak × no-load / latency); the limit comes down to that plus
+    /// Vegas's alpha now, not a window later, and the next probe comes at once, at a quarter of
+    /// the new limit, until one reads near the baseline (ADR 0119).
+    fn loaded_baseline(&mut self, now: Nanos, no_load: f64) {
+        let (peak, lat) = (self.last_peak as f64, self.last_mean as f64);
+        // Not where calls hold their slot past their first byte (streams): a slot is held for
+        // the stream, not the latency, and the late count sizes those (ADR 0118).
+        let streams = self.probe.tail() > no_load;
+        if peak > 0.0 && lat > no_load && !streams {
+            let served = peak * no_load / lat;
+            let next = self.clamp(self.limit.min(served + vegas::thresholds(served).0));
+            if next < self.limit {
+                self.limit = next;
+                self.last_move = now;
+                self.slow_start = false;
+            }
+        }
+        // The window so far holds calls from before the cut, at the loaded latency.
+        self.window.reset(now);
+        self.probe.soon();
     }
 
     /// One settled call; `inflight` is what is still in flight after it.
@@ -420,6 +462,10 @@ impl Adaptive {
         if first && self.p90.baseline.value > 0.0 {
             self.cold_start();
         }
+        if let Some(m) = mean {
+            self.last_peak = gate.peak as f32;
+            self.last_mean = m as f32;
+        }
         let (base, rtt) = (self.p90.baseline.value, self.p90.filter.smoothed);
         self.probe.note_baseline(base);
         // Drops already moved the limit in this interval: they decide, not latency.
@@ -506,6 +552,8 @@ impl Adaptive {
         if self.p90.baseline.value > c.p90 * COLD_JUMP {
             self.p90.baseline.value = c.p90;
             self.mean.baseline.value = self.mean.baseline.value.min(c.mean);
+        } else if self.p90.baseline.value > c.p90 * EARLY_PROBE {
+            self.probe.soon();
         }
     }
 

@@ -117,6 +117,11 @@ pub struct Probe {
     pub measured: u32,
     /// The last measurement moved the baseline by less than a jump (see `Baseline::measured`).
     settled: bool,
+    /// The next probe comes at once (see `soon`).
+    soon: bool,
+    /// This probe came at once, off the phase: other processes sharing the upstream did not
+    /// drain with it, and its reading may hold their queue.
+    off_phase: bool,
 }
 
 impl Probe {
@@ -136,6 +141,8 @@ impl Probe {
             tail: 0.0,
             measured: 0,
             settled: false,
+            soon: false,
+            off_phase: false,
         };
         if enabled {
             p.schedule();
@@ -147,6 +154,10 @@ impl Probe {
     /// time, so that every process with the same interval picks the same instants (and nested
     /// intervals, 10 s and 20 s, still meet every 20 s).
     fn schedule(&mut self) {
+        if self.soon {
+            self.next_at = self.last;
+            return;
+        }
         let mut interval = self.interval;
         // Draining takes about one loaded latency and timing about two no-load ones: a few
         // no-load latencies is the scale (a loaded one, far above the capacity, would put the
@@ -167,10 +178,20 @@ impl Probe {
         self.next_at = (self.last / interval + 1).saturating_mul(interval);
     }
 
+    /// The next probe comes as soon as it may (at the next event), not at the next phase: the
+    /// baseline is known to be loaded (ADR 0119).
+    pub fn soon(&mut self) {
+        self.soon = true;
+        if self.state == State::Idle {
+            self.schedule();
+        }
+    }
+
     /// Whether the last measurement was near the baseline (then later intervals scale with the
     /// baseline; after a jump the next probe comes at the next `probeIntervalMs` phase).
+    /// A probe off the phase never settles it: the next one comes at the phase.
     pub fn note_settled(&mut self, settled: bool) {
-        self.settled = settled;
+        self.settled = settled && !self.off_phase;
         if self.state == State::Idle {
             self.schedule();
         }
@@ -267,6 +288,7 @@ impl Probe {
                     return self.conclude(now, self.n);
                 }
                 self.n = 0;
+                self.off_phase = std::mem::take(&mut self.soon);
                 // Calls whose response has started still hold their slots until they end.
                 let drain = bound(DRAIN_LATENCIES, latency_ns).saturating_add(self.tail as u64);
                 let room = if self.streams(latency_ns) {

@@ -510,3 +510,96 @@ fn a_key_is_sized_once_a_window_has_closed() {
     };
     assert!(Limit::new(&fixed, 0).sized(), "a fixed limit is the user's");
 }
+
+// ------------------------------------------- a start above the capacity: probed at once
+
+/// 64 closed-loop callers on an upstream that serves 12 calls at once, 40 ms each, the rest
+/// waiting in its FIFO, from `initialLimit` 100. Returns the limit every 100 ms for `secs`.
+fn from_above(secs: u64) -> Vec<u32> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let o = LimiterOptions {
+        algorithm: Algorithm::Vegas,
+        initial_limit: 100,
+        ..LimiterOptions::default()
+    };
+    // Created half a second after a probe phase: the next one is 9.5 s away.
+    let start = 500 * MS;
+    let mut l = Limit::new(&o, start);
+    let mut servers = [start; 12];
+    // (end, start, inflight at admission)
+    let mut flying: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
+    let (mut t, mut next, mut limits) = (start, start, Vec::new());
+    while t < start + secs * S {
+        // Every caller not in flight waits for admission.
+        loop {
+            let n = flying.len() as u32;
+            l.on_acquire(t, n);
+            if n >= 64 || n >= l.admit_limit() {
+                break;
+            }
+            l.on_admit(t);
+            let free = servers.iter_mut().min().expect("servers");
+            *free = (*free).max(t) + 40 * MS;
+            flying.push(Reverse((*free, t, n + 1)));
+        }
+        let Reverse((end, began, inflight)) = flying.pop().expect("a call in flight");
+        t = end;
+        let ns = end - began;
+        let sample = Sample {
+            latency_ns: ns,
+            duration_ns: ns,
+            inflight,
+            verdict: Verdict::Success,
+            waited: false,
+            late: false,
+        };
+        l.on_sample(t, &sample, flying.len() as u32);
+        while next <= t {
+            limits.push(l.current());
+            next += 100 * MS;
+        }
+    }
+    limits
+}
+
+#[test]
+fn a_start_far_above_the_capacity_is_probed_at_once_and_sized_from_it() {
+    // The first window (2 s) reads about 5 × the cold calls' p90 ... under COLD_JUMP's 3 ×
+    // only where a burst's cold calls queued behind each other; here the first probe comes at
+    // once, finds the baseline loaded, and the limit is sized from the window's concurrency
+    // and latency, probed again at its new quarter: within 2 × the capacity well before the
+    // first phase (9.5 s), and within 0.5–2 × from then on.
+    let limits = from_above(30);
+    let at5 = limits[50];
+    assert!(at5 <= 24, "limit {at5} at 5 s: {limits:?}");
+    for (i, &x) in limits.iter().enumerate().skip(50) {
+        assert!(
+            (6..=24).contains(&x),
+            "limit {x} at {} ms: {limits:?}",
+            i * 100
+        );
+    }
+}
+
+#[test]
+fn a_first_window_near_its_cold_calls_waits_for_the_phase() {
+    // The cold calls read 40 ms, the first window 50: no sign of a loaded start, no probe
+    // before the phase (a probe holds admission at a quarter of the limit while it measures).
+    let mut l = Limit::new(&opts(Algorithm::Vegas), 500 * MS);
+    for (i, inflight) in [1, 2, 3].into_iter().enumerate() {
+        feed(
+            &mut l,
+            (510 + i as u64) * MS,
+            40,
+            inflight,
+            Verdict::Success,
+        );
+    }
+    let mut t = 520 * MS;
+    while t < 9 * S {
+        t = healthy(&mut l, t, 1, 100, 50, 20);
+        assert!(!l.stats().probing, "probing at {} ms", t / MS);
+    }
+    assert_eq!(l.stats().probes, 0);
+}

@@ -93,7 +93,7 @@ test('upstream limit (vegas, defaults): a fleet of 4 processes keeps the sum of 
     const url = `http://127.0.0.1:${up.port}/`
     const client = fileURLToPath(new URL('./fixtures/fleet-client.mjs', import.meta.url))
     const reports = await Promise.all(Array.from({ length: FLEET }, async () => {
-      const child = spawn(process.execPath, [client, url, '30', '40000'], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const child = spawn(process.execPath, [client, url, '30', '0', '40000'], { stdio: ['ignore', 'pipe', 'inherit'] })
       let out = ''
       for await (const chunk of child.stdout) out += chunk
       return out.trim().split('\n').map((l) => JSON.parse(l))

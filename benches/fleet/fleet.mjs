@@ -1,4 +1,4 @@
-// A fleet of processes (client.mjs), each its own Resilix with default
+// A fleet of processes (__test__/fixtures/fleet-client.mjs), each its own Resilix with default
 // options, sharing one real upstream (__test__/fixtures/upstream-server.cjs), and the figures the fleet's
 // fairness is judged by over its last seconds.
 import { spawn } from 'node:child_process'
@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { startUpstream } from '../../__test__/fixtures/upstream.mjs'
 import { prng } from '../../__test__/fixtures/prng.mjs'
 
-const client = fileURLToPath(new URL('./client.mjs', import.meta.url))
+const client = fileURLToPath(new URL('../../__test__/fixtures/fleet-client.mjs', import.meta.url))
 
 function runClient(url, callers, delayMs, ms) {
   return new Promise((resolve, reject) => {

@@ -138,8 +138,12 @@ impl Run<'_> {
     /// Seconds from `a` until the limit stays within ±20 % of `target` through `b`;
     /// `None` when it is outside the band at the end.
     fn settle_s(&self, a: f64, b: f64, target: f64) -> Option<f64> {
+        self.stays_s(a, b, |i| (self.limit_at(i) - target).abs() <= BAND * target)
+    }
+
+    /// Seconds from `a` until `inside` holds at every tick up to `b`.
+    fn stays_s(&self, a: f64, b: f64, inside: impl Fn(usize) -> bool) -> Option<f64> {
         let r = self.ticks(a, b);
-        let inside = |i: usize| (self.limit_at(i) - target).abs() <= BAND * target;
         let mut first_ok = None;
         for i in r.clone().rev() {
             if inside(i) {
@@ -154,20 +158,10 @@ impl Run<'_> {
     /// Seconds from `a` until the limit stays within 0.5–2 × the capacity up to `b` (the Node
     /// tests' band).
     fn in_band_s(&self, a: f64, b: f64) -> Option<f64> {
-        let r = self.ticks(a, b);
-        let inside = |i: usize| {
+        self.stays_s(a, b, |i| {
             let c = self.tr.servers[i] as f64;
             (0.5 * c..=2.0 * c).contains(&self.limit_at(i))
-        };
-        let mut first_ok = None;
-        for i in r.clone().rev() {
-            if inside(i) {
-                first_ok = Some(i);
-            } else {
-                break;
-            }
-        }
-        first_ok.map(|i| (i - r.start) as f64 * TICK_NS as f64 / SEC as f64)
+        })
     }
 
     fn windows(&self, s: Option<f64>) -> Option<f64> {

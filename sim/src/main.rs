@@ -15,11 +15,12 @@ struct Args {
     plots: Option<PathBuf>,
     only: Option<Vec<String>>,
     rows: Vec<Row>,
+    jittered_probes: bool,
 }
 
 fn usage() -> &'static str {
     "usage: resilix-sim [--json] [--seeds N (default 3)] [--jobs N] [--plots DIR (default sim/plots) | --no-plots] \
-     [--only scenario,...] [--rows vegas,gradient2,aimd,static,netflix-vegas]"
+     [--only scenario,...] [--rows vegas,gradient2,aimd,static,netflix-vegas] [--jittered-probes]"
 }
 
 fn parse() -> Result<Args, String> {
@@ -32,6 +33,7 @@ fn parse() -> Result<Args, String> {
         plots: Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/plots"))),
         only: None,
         rows: Row::ALL.to_vec(),
+        jittered_probes: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -50,6 +52,7 @@ fn parse() -> Result<Args, String> {
             }
             "--plots" => a.plots = Some(PathBuf::from(val("--plots")?)),
             "--no-plots" => a.plots = None,
+            "--jittered-probes" => a.jittered_probes = true,
             "--only" => a.only = Some(val("--only")?.split(',').map(String::from).collect()),
             "--rows" => {
                 a.rows = val("--rows")?
@@ -76,6 +79,9 @@ fn main() -> ExitCode {
         }
     };
     let mut scenarios = scenario::all();
+    for sc in &mut scenarios {
+        sc.jittered_probes = args.jittered_probes;
+    }
     if let Some(only) = &args.only {
         for name in only {
             if !scenarios.iter().any(|s| s.name == name) {

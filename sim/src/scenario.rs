@@ -220,6 +220,9 @@ pub struct Scenario {
     /// Each client starts its load at a random time in `[0, this)` (a fleet's processes do not
     /// start in lockstep). 0: at once (or `join_every_ns`).
     pub stagger_ns: u64,
+    /// Each client's baseline probes at its own random phase instead of the fleet's common one
+    /// (`--jittered-probes`: Envoy's choice, for comparison).
+    pub jittered_probes: bool,
     /// What a real client adds (`Realism`); `None`: the idealised world.
     pub realism: Option<Realism>,
     /// `initialLimit` of the clients' limiters (`None`: the default).
@@ -250,6 +253,7 @@ fn common(name: &'static str, about: &'static str, secs: f64, measure: Measure) 
         initial_backlog: 0,
         join_every_ns: 0,
         stagger_ns: 0,
+        jittered_probes: false,
         realism: None,
         initial_limit: None,
         mix: None,

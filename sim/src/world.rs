@@ -119,7 +119,19 @@ pub fn run(sc: &Scenario, row: Row, seed: u64) -> Trace {
     } else {
         0
     };
-    run_with(sc, &|s| row.build(s, sc.initial_limit, phase), seed)
+    let interval = LimiterOptions::default().probe_interval_ms * 1_000_000;
+    run_with(
+        sc,
+        &|s| {
+            let phase = if sc.jittered_probes {
+                SplitMix64::new(s ^ 0x5ca1ab1e).next_u64() % interval
+            } else {
+                phase
+            };
+            row.build(s, sc.initial_limit, phase)
+        },
+        seed,
+    )
 }
 
 /// Run one scenario with clients built by `build` (from a seed the world draws for each client).

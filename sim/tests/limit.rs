@@ -40,6 +40,7 @@ fn upstream(servers: u32, service_ms: u64, callers: u32, secs: u64) -> Scenario 
         initial_backlog: 0,
         join_every_ns: 0,
         stagger_ns: 0,
+        jittered_probes: false,
         realism: None,
         initial_limit: None,
         mix: None,

@@ -565,11 +565,11 @@ fn from_above(secs: u64) -> Vec<u32> {
 
 #[test]
 fn a_start_far_above_the_capacity_is_probed_at_once_and_sized_from_it() {
-    // The first window (2 s) reads about 5 × the cold calls' p90 ... under COLD_JUMP's 3 ×
-    // only where a burst's cold calls queued behind each other; here the first probe comes at
-    // once, finds the baseline loaded, and the limit is sized from the window's concurrency
-    // and latency, probed again at its new quarter: within 2 × the capacity well before the
-    // first phase (9.5 s), and within 0.5–2 × from then on.
+    // The cold calls, admitted one by one, queued behind each other (40–120 ms), so the first
+    // window (2 s, about 213 ms) reads about 2 × their p90: under COLD_JUMP's 3 ×. The first
+    // probe comes at once, finds the baseline loaded, and the limit is sized from the window's
+    // concurrency and latency, probed again at its new quarter: within 2 × the capacity well
+    // before the first phase (9.5 s), and within 0.5–2 × from then on.
     let limits = from_above(30);
     let at5 = limits[50];
     assert!(at5 <= 24, "limit {at5} at 5 s: {limits:?}");

@@ -115,16 +115,37 @@ pub struct Probe {
     tail: f32,
     /// Probes that produced a measurement (stats, tests).
     pub measured: u32,
-    /// The last measurement moved the baseline by less than a jump (see `Baseline::measured`).
-    settled: bool,
-    /// The next probe comes at once (see `soon`).
-    soon: bool,
-    /// This probe came at once, off the phase: other processes sharing the upstream did not
-    /// drain with it, and its reading may hold their queue.
-    off_phase: bool,
+    /// `SETTLED`, `SOON`, `OFF_PHASE`, `COLD_QUIET`: one byte for four flags keeps a key within
+    /// its memory budget.
+    flags: u8,
 }
 
+/// The last measurement moved the baseline by less than a jump (see `Baseline::measured`).
+const SETTLED: u8 = 1;
+/// The next probe comes at once (see `soon`).
+const SOON: u8 = 2;
+/// This probe came at once, off the phase: other processes sharing the upstream did not drain
+/// with it, and its reading may hold their queue.
+const OFF_PHASE: u8 = 4;
+/// A cold call settled with at most the probe's level still in flight: the cold calls ran, at
+/// least once, as a probe's calls do (see `cold_never_quiet`).
+const COLD_QUIET: u8 = 8;
+
 impl Probe {
+    #[inline]
+    fn flag(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+
+    #[inline]
+    fn set_flag(&mut self, f: u8, on: bool) {
+        if on {
+            self.flags |= f;
+        } else {
+            self.flags &= !f;
+        }
+    }
+
     /// `enabled`: the algorithm reads a baseline. `interval_ms`: `probeIntervalMs` (0: never).
     /// `offset`: add to `now` for wall-clock ns.
     pub fn new(enabled: bool, now: Nanos, interval_ms: u64, offset: u64) -> Self {
@@ -140,9 +161,7 @@ impl Probe {
             base: 0.0,
             tail: 0.0,
             measured: 0,
-            settled: false,
-            soon: false,
-            off_phase: false,
+            flags: 0,
         };
         if enabled {
             p.schedule();
@@ -154,7 +173,7 @@ impl Probe {
     /// time, so that every process with the same interval picks the same instants (and nested
     /// intervals, 10 s and 20 s, still meet every 20 s).
     fn schedule(&mut self) {
-        if self.soon {
+        if self.flag(SOON) {
             self.next_at = self.last;
             return;
         }
@@ -167,7 +186,7 @@ impl Probe {
         // byte for longer than the interval (long streams): draining can take a whole stream,
         // and probing at every phase would hold admission low most of the time (ADR 0118).
         let long_streams = self.base > 0.0 && self.tail as f64 > self.interval as f64;
-        let expected = if self.settled || long_streams {
+        let expected = if self.flag(SETTLED) || long_streams {
             3.0 * self.base as f64 + self.tail as f64
         } else {
             0.0
@@ -181,7 +200,7 @@ impl Probe {
     /// The next probe comes as soon as it may (at the next event), not at the next phase: the
     /// baseline is known to be loaded (ADR 0119).
     pub fn soon(&mut self) {
-        self.soon = true;
+        self.set_flag(SOON, true);
         if self.state == State::Idle {
             self.schedule();
         }
@@ -191,7 +210,7 @@ impl Probe {
     /// baseline; after a jump the next probe comes at the next `probeIntervalMs` phase).
     /// A probe off the phase never settles it: the next one comes at the phase.
     pub fn note_settled(&mut self, settled: bool) {
-        self.settled = settled && !self.off_phase;
+        self.set_flag(SETTLED, settled && !self.flag(OFF_PHASE));
         if self.state == State::Idle {
             self.schedule();
         }
@@ -288,7 +307,9 @@ impl Probe {
                     return self.conclude(now, self.n);
                 }
                 self.n = 0;
-                self.off_phase = std::mem::take(&mut self.soon);
+                let soon = self.flag(SOON);
+                self.set_flag(OFF_PHASE, soon);
+                self.set_flag(SOON, false);
                 // Calls whose response has started still hold their slots until they end.
                 let drain = bound(DRAIN_LATENCIES, latency_ns).saturating_add(self.tail as u64);
                 let room = if self.streams(latency_ns) {
@@ -451,12 +472,24 @@ impl Probe {
     /// Before any probe, while the key is cold: one healthy latency (ns) of a call admitted
     /// with at most the probe's level in flight. The first calls on a new key meet an upstream
     /// this client has not loaded yet; they are timed as a probe's calls are (ADR 0116).
+    /// `quiet`: it settled with at most that level still in flight.
     #[inline]
-    pub fn cold_sample(&mut self, latency_ns: f64) {
+    pub fn cold_sample(&mut self, latency_ns: f64, quiet: bool) {
         if self.measured == 0 && self.state == State::Idle && (self.n as usize) < PROBE_SAMPLES {
             self.samples[self.n as usize] = latency_ns as f32;
             self.n += 1;
+            self.set_flag(COLD_QUIET, quiet || self.flag(COLD_QUIET));
         }
+    }
+
+    /// The cold calls were timed, but none settled with the client at or below the probe's
+    /// level: admitted together with many more and queued among them at the upstream, in any
+    /// order, so their p90 says little about the upstream unloaded (ADR 0120).
+    pub fn cold_never_quiet(&self) -> bool {
+        self.measured == 0
+            && self.state == State::Idle
+            && self.n as usize >= COLD_SAMPLES
+            && !self.flag(COLD_QUIET)
     }
 
     /// The cold calls' reading, once (at the first window), if at least `COLD_SAMPLES` were

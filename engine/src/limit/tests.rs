@@ -515,7 +515,9 @@ fn a_key_is_sized_once_a_window_has_closed() {
 
 /// 64 closed-loop callers on an upstream that serves 12 calls at once, 40 ms each, the rest
 /// waiting in its FIFO, from `initialLimit` 100. Returns the limit every 100 ms for `secs`.
-fn from_above(secs: u64) -> Vec<u32> {
+/// `shuffle`: the calls admitted at the same instant reach the upstream's FIFO in an order
+/// drawn from this seed, not in admission order (sockets connect in any order).
+fn from_above(secs: u64, shuffle: Option<u64>) -> Vec<u32> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let o = LimiterOptions {
@@ -527,21 +529,31 @@ fn from_above(secs: u64) -> Vec<u32> {
     let start = 500 * MS;
     let mut l = Limit::new(&o, start);
     let mut servers = [start; 12];
+    let mut rng = shuffle.map(crate::rng::SplitMix64::new);
     // (end, start, inflight at admission)
     let mut flying: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
     let (mut t, mut next, mut limits) = (start, start, Vec::new());
     while t < start + secs * S {
         // Every caller not in flight waits for admission.
+        let mut admitted = Vec::new();
         loop {
-            let n = flying.len() as u32;
+            let n = (flying.len() + admitted.len()) as u32;
             l.on_acquire(t, n);
             if n >= 64 || n >= l.admit_limit() {
                 break;
             }
             l.on_admit(t);
+            admitted.push(n + 1);
+        }
+        if let Some(rng) = rng.as_mut() {
+            for i in (1..admitted.len()).rev() {
+                admitted.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+            }
+        }
+        for inflight in admitted {
             let free = servers.iter_mut().min().expect("servers");
             *free = (*free).max(t) + 40 * MS;
-            flying.push(Reverse((*free, t, n + 1)));
+            flying.push(Reverse((*free, t, inflight)));
         }
         let Reverse((end, began, inflight)) = flying.pop().expect("a call in flight");
         t = end;
@@ -570,7 +582,7 @@ fn a_start_far_above_the_capacity_is_probed_at_once_and_sized_from_it() {
     // probe comes at once, finds the baseline loaded, and the limit is sized from the window's
     // concurrency and latency, probed again at its new quarter: within 2 × the capacity well
     // before the first phase (9.5 s), and within 0.5–2 × from then on.
-    let limits = from_above(30);
+    let limits = from_above(30, None);
     let at5 = limits[50];
     assert!(at5 <= 24, "limit {at5} at 5 s: {limits:?}");
     for (i, &x) in limits.iter().enumerate().skip(50) {
@@ -580,6 +592,54 @@ fn a_start_far_above_the_capacity_is_probed_at_once_and_sized_from_it() {
             i * 100
         );
     }
+}
+
+#[test]
+fn a_start_far_above_the_capacity_is_probed_at_once_in_any_serving_order() {
+    // The first 64 calls reach the upstream together, in any order: the cold calls (the first
+    // 25 admitted) are spread over the whole first wave. Their p90 (200–240 ms over these
+    // seeds) is the window's (240), under EARLY_PROBE. None settled with a quarter of the
+    // limit or less in flight, so their mean decides: 118–144 ms against 204 (ADR 0120).
+    for seed in 1..=8 {
+        let limits = from_above(30, Some(seed));
+        for (i, &x) in limits.iter().enumerate().skip(50) {
+            assert!(
+                (6..=24).contains(&x),
+                "seed {seed}: limit {x} at {} ms: {limits:?}",
+                i * 100
+            );
+        }
+    }
+}
+
+#[test]
+fn a_crowded_start_on_an_unloaded_upstream_waits_for_the_phase() {
+    // 40 callers on a limit of 20: the cold calls (at most 5 in flight when admitted) settle
+    // with 19 others in flight, but read what the window reads: no probe before the phase.
+    let mut l = Limit::new(&opts(Algorithm::Vegas), 500 * MS);
+    for i in 1..=20u32 {
+        let now = 510 * MS + u64::from(i) * MS;
+        l.on_acquire(now, i - 1);
+        l.on_admit(now);
+    }
+    let mut t = 560 * MS;
+    for i in 1..=20u32 {
+        let sample = Sample {
+            latency_ns: 50 * MS,
+            duration_ns: 50 * MS,
+            inflight: i,
+            verdict: Verdict::Success,
+            waited: false,
+            late: false,
+        };
+        l.on_sample(t, &sample, 19);
+        t += MS;
+    }
+    while t < 9 * S {
+        t = healthy(&mut l, t, 1, 400, 50, 20);
+        assert!(!l.stats().probing, "probing at {} ms", t / MS);
+    }
+    assert_eq!(l.stats().probes, 0);
 }
 
 #[test]

@@ -63,10 +63,11 @@ test(`upstream limit (vegas, defaults): from 60 and from 20 it settles within 0.
     t.diagnostic(`from 100 on 12: ${from100.join(' ')}`)
     // Its first window reads the queue its own first calls caused; the first probe comes at
     // once and sizes the limit from that window instead of waiting for the next phase: within
-    // 6-24 by about 3 s (5.2 s in one run of the whole suite here). That rests on its first calls reading faster than the window; on a
-    // saturated machine (three CPU hogs beside this test) their new connections alone made them
-    // as slow in 3 of 7 runs, and the first probe came at the phase instead (ADR 0120). The
-    // phase comes within 10 s whatever the load: asserted from 11 s on, the time printed.
+    // 6-24 by about 3 s (5.2 s in one run of the whole suite here). That rests on its first
+    // calls reading faster than the window; on a saturated machine (three CPU hogs beside this
+    // test) their new connections alone made them as slow in 3 of 7 runs, and the first probe
+    // came at the phase instead (ADR 0120). The phase comes within 10 s whatever the load:
+    // asserted from 11 s on, the time printed.
     const inBand = (l) => l >= 6 && l <= 24
     const from = from100.findLastIndex((l) => !inBand(l)) + 1
     t.diagnostic(`from 100 on 12: within 6-24 from ${(from / 10).toFixed(1)} s on`)

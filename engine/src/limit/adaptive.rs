@@ -328,8 +328,11 @@ impl Adaptive {
                 self.window
                     .add(read, s.duration_ns as f64, s.inflight, true);
                 self.window.late = self.window.late.saturating_add(s.late as u16);
-                if self.p90.baseline.value == 0.0 && s.inflight <= self.probe_level() {
-                    self.probe.cold_sample(lat, inflight <= self.probe_level());
+                if self.p90.baseline.value == 0.0 {
+                    let level = self.probe_level();
+                    if s.inflight <= level {
+                        self.probe.cold_sample(lat, inflight <= level);
+                    }
                 }
                 if let Some(m) = self.probe.sample(now, start, lat) {
                     self.on_probe(now, m);
@@ -555,8 +558,7 @@ impl Adaptive {
     /// slot), the window was loaded and they are the baseline (ADR 0116). Lower, but not that
     /// far: the first probe comes at once (ADR 0119, 0120).
     fn cold_start(&mut self) {
-        let crowded = self.probe.cold_never_quiet();
-        let Some(c) = self.probe.take_cold() else {
+        let Some((c, crowded)) = self.probe.take_cold() else {
             return;
         };
         if self.p90.baseline.value > c.p90 * COLD_JUMP {

@@ -128,7 +128,7 @@ const SOON: u8 = 2;
 /// with it, and its reading may hold their queue.
 const OFF_PHASE: u8 = 4;
 /// A cold call settled with at most the probe's level still in flight: the cold calls ran, at
-/// least once, as a probe's calls do (see `cold_never_quiet`).
+/// least once, as a probe's calls do (see `take_cold`).
 const COLD_QUIET: u8 = 8;
 
 impl Probe {
@@ -478,27 +478,22 @@ impl Probe {
         if self.measured == 0 && self.state == State::Idle && (self.n as usize) < PROBE_SAMPLES {
             self.samples[self.n as usize] = latency_ns as f32;
             self.n += 1;
-            self.set_flag(COLD_QUIET, quiet || self.flag(COLD_QUIET));
+            if quiet {
+                self.flags |= COLD_QUIET;
+            }
         }
-    }
-
-    /// The cold calls were timed, but none settled with the client at or below the probe's
-    /// level: admitted together with many more and queued among them at the upstream, in any
-    /// order, so their p90 says little about the upstream unloaded (ADR 0120).
-    pub fn cold_never_quiet(&self) -> bool {
-        self.measured == 0
-            && self.state == State::Idle
-            && self.n as usize >= COLD_SAMPLES
-            && !self.flag(COLD_QUIET)
     }
 
     /// The cold calls' reading, once (at the first window), if at least `COLD_SAMPLES` were
-    /// timed; the buffer is then the probes' again.
-    pub fn take_cold(&mut self) -> Option<Measured> {
+    /// timed; the buffer is then the probes' again. With it, whether they were crowded: none
+    /// settled with the client at or below the probe's level (admitted together with many more
+    /// and queued among them at the upstream, in any order, so that their p90 says little about
+    /// the upstream unloaded; ADR 0120).
+    pub fn take_cold(&mut self) -> Option<(Measured, bool)> {
         if self.measured != 0 || self.state != State::Idle {
             return None;
         }
-        let m = (self.n as usize >= COLD_SAMPLES).then(|| self.reading());
+        let m = (self.n as usize >= COLD_SAMPLES).then(|| (self.reading(), !self.flag(COLD_QUIET)));
         self.n = 0;
         m
     }

@@ -582,13 +582,15 @@ fn a_start_far_above_the_capacity_is_probed_at_once_and_sized_from_it() {
     // probe comes at once, finds the baseline loaded, and the limit is sized from the window's
     // concurrency and latency, probed again at its new quarter: within 2 × the capacity well
     // before the first phase (9.5 s), and within 0.5–2 × from then on.
-    let limits = from_above(30, None);
-    let at5 = limits[50];
-    assert!(at5 <= 24, "limit {at5} at 5 s: {limits:?}");
+    in_band_from_5_s(&from_above(30, None), "in order");
+}
+
+/// Within 6–24 (0.5–2 × the capacity of 12) from 5 s on, of limits taken every 100 ms.
+fn in_band_from_5_s(limits: &[u32], label: &str) {
     for (i, &x) in limits.iter().enumerate().skip(50) {
         assert!(
             (6..=24).contains(&x),
-            "limit {x} at {} ms: {limits:?}",
+            "{label}: limit {x} at {} ms: {limits:?}",
             i * 100
         );
     }
@@ -601,14 +603,7 @@ fn a_start_far_above_the_capacity_is_probed_at_once_in_any_serving_order() {
     // seeds) is the window's (240), under EARLY_PROBE. None settled with a quarter of the
     // limit or less in flight, so their mean decides: 118–144 ms against 204 (ADR 0120).
     for seed in 1..=8 {
-        let limits = from_above(30, Some(seed));
-        for (i, &x) in limits.iter().enumerate().skip(50) {
-            assert!(
-                (6..=24).contains(&x),
-                "seed {seed}: limit {x} at {} ms: {limits:?}",
-                i * 100
-            );
-        }
+        in_band_from_5_s(&from_above(30, Some(seed)), &format!("seed {seed}"));
     }
 }
 

@@ -44,6 +44,10 @@ const EARLY_PROBE: f64 = 1.5;
 /// to 0.86 and `baseline-shift` from 98.1 to 97.8 %; at 1.6 the engine's shuffled start waits
 /// for the phase.
 const EARLY_PROBE_CROWDED: f64 = 1.3;
+/// A probe's mean this many of its standard errors below the mean baseline replaces it (see
+/// `on_probe`). Ours, a guess: at 2 lucky low probes on a noisy upstream cut `converge`'s and
+/// `capacity-halves`' goodput, at 4 `modest-overload`'s; ADR 0121 has 4 and 16.
+const SURE_LOWER: f64 = 8.0;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Pressure {
@@ -263,8 +267,25 @@ impl Adaptive {
     /// baseline, never above it, would fall straight back: it restarts from the next window.
     fn on_probe(&mut self, now: Nanos, m: Measured) {
         let before = self.mean.baseline.value;
+        // Off the phase, the other processes sharing the upstream did not drain with this one:
+        // a higher reading may be their queue, and only a lower one is news (ADR 0121).
+        let m = if self.kind == Kind::Vegas && self.probe.off_phase() && before > 0.0 {
+            Measured {
+                p90: m.p90.min(self.p90.baseline.value),
+                mean: m.mean.min(before),
+                se: m.se,
+            }
+        } else {
+            m
+        };
         let a = self.p90.baseline.measured(m.p90);
         let b = self.mean.baseline.measured(m.mean);
+        // Lower by more than its own noise explains: the baseline held another process's queue
+        // (a probe polluted by one that let go first). Walking a quarter of the way left the
+        // processes of one fleet reading 1.3 × apart for a minute (ADR 0121).
+        if self.kind == Kind::Vegas && m.mean + SURE_LOWER * m.se < before {
+            self.mean.baseline.value = m.mean;
+        }
         let down = before > 0.0 && m.mean * PROBE_JUMP < before;
         let jumped = before == 0.0 || m.mean > before * PROBE_JUMP || down;
         self.probe.note_settled(!jumped);
@@ -585,6 +606,70 @@ impl Adaptive {
             window_samples: self.window.count,
             probes: self.probe.measured,
             probing: self.probe.hold() != Hold::No,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::baseline::PROBE_WEIGHT;
+    use super::*;
+
+    const MS: f64 = NANOS_PER_MS as f64;
+
+    /// A Vegas key whose baselines read 130 ms (mean) and 150 ms (p90), and a probe's reading.
+    fn key() -> Adaptive {
+        let mut a = Adaptive::new(Kind::Vegas, &LimiterOptions::default(), 0);
+        a.mean.baseline.value = 130.0 * MS;
+        a.p90.baseline.value = 150.0 * MS;
+        a
+    }
+
+    fn reading(mean_ms: f64, se_ms: f64) -> Measured {
+        Measured {
+            p90: mean_ms * 1.05 * MS,
+            mean: mean_ms * MS,
+            se: se_ms * MS,
+        }
+    }
+
+    #[test]
+    fn a_probe_surely_lower_replaces_the_mean_baseline_and_a_noisy_one_walks_it() {
+        let mut a = key();
+        a.on_probe(0, reading(102.0, 0.5));
+        assert_eq!(a.mean.baseline.value, 102.0 * MS, "28 ms lower, se 0.5 ms");
+        let mut a = key();
+        a.on_probe(0, reading(102.0, 4.0));
+        let walked = 130.0 + PROBE_WEIGHT * (102.0 - 130.0);
+        assert!(
+            (a.mean.baseline.value / MS - walked).abs() < 1e-9,
+            "within 8 se: a quarter"
+        );
+    }
+
+    #[test]
+    fn a_probe_off_the_phase_lowers_the_baselines_but_never_raises_them() {
+        for (off, mean_ms, expect_ms) in [
+            (true, 160.0, 130.0),
+            (true, 110.0, 110.0),
+            (false, 160.0, 130.0 + PROBE_WEIGHT * 30.0),
+        ] {
+            let mut a = key();
+            if off {
+                a.probe.soon();
+            }
+            // Start the probe (at the 10 s phase, or at once when soon), so that its phase is set.
+            a.probe.tick(10_000 * NANOS_PER_MS, 20, 5, 100.0 * MS);
+            assert_eq!(a.probe.off_phase(), off);
+            a.on_probe(10_000 * NANOS_PER_MS, reading(mean_ms, 0.5));
+            let got = a.mean.baseline.value / MS;
+            assert!(
+                (got - expect_ms).abs() < 1e-9,
+                "off {off}, read {mean_ms}: {got}"
+            );
+            if off && mean_ms > 130.0 {
+                assert_eq!(a.p90.baseline.value, 150.0 * MS, "nor the p90's");
+            }
         }
     }
 }

@@ -40,6 +40,11 @@ pub const MEASURE_LATENCIES: f64 = 3.0;
 pub const COLD_SAMPLES: usize = 3;
 /// The floor of each bound, ns (BBR holds ProbeRTT for at least 200 ms).
 pub const PROBE_MIN_NS: f64 = 200_000_000.0;
+/// A probe that starts this many smoothed latencies after its phase is off the phase: the other
+/// processes sharing the upstream drained at the phase and are timing their own calls, or done.
+/// Ours, a guess: a process sees the phase at its next call, within milliseconds under load; a
+/// new key's first probe waits for its first window, seconds after. ADR 0121 has 0.25 and 1.
+pub const LATE_FOR_PHASE: f64 = 0.5;
 
 /// How a probe holds admission.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +61,8 @@ pub enum Hold {
 pub struct Measured {
     pub p90: f64,
     pub mean: f64,
+    /// The standard error of `mean`: how far the next probe's mean may read from it by chance.
+    pub se: f64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -115,23 +122,34 @@ pub struct Probe {
     tail: f32,
     /// Probes that produced a measurement (stats, tests).
     pub measured: u32,
-    /// `SETTLED`, `SOON`, `OFF_PHASE`, `COLD_QUIET`: one byte for four flags keeps a key within
+    /// `SETTLED`, `SETTLED_ONCE`, `SOON`, `OFF_PHASE`, `LATE`, `COLD_QUIET`: one byte of flags keeps a key within
     /// its memory budget.
     flags: u8,
 }
 
-/// The last measurement moved the baseline by less than a jump (see `Baseline::measured`).
+/// The last two measurements moved the baseline by less than a jump (see `note_settled`).
 const SETTLED: u8 = 1;
+/// The last measurement did.
+const SETTLED_ONCE: u8 = 16;
 /// The next probe comes at once (see `soon`).
 const SOON: u8 = 2;
 /// This probe came at once, off the phase: other processes sharing the upstream did not drain
 /// with it, and its reading may hold their queue.
 const OFF_PHASE: u8 = 4;
+/// This probe started `LATE_FOR_PHASE` after its phase (see there). It settles nothing; its
+/// reading still counts, as a lone key's sparse calls see every phase late.
+const LATE: u8 = 32;
 /// A cold call settled with at most the probe's level still in flight: the cold calls ran, at
 /// least once, as a probe's calls do (see `take_cold`).
 const COLD_QUIET: u8 = 8;
 
 impl Probe {
+    /// This probe came off the phase (see `OFF_PHASE`).
+    #[inline]
+    pub fn off_phase(&self) -> bool {
+        self.flag(OFF_PHASE)
+    }
+
     #[inline]
     fn flag(&self, f: u8) -> bool {
         self.flags & f != 0
@@ -210,7 +228,12 @@ impl Probe {
     /// baseline; after a jump the next probe comes at the next `probeIntervalMs` phase).
     /// A probe off the phase never settles it: the next one comes at the phase.
     pub fn note_settled(&mut self, settled: bool) {
-        self.set_flag(SETTLED, settled && !self.flag(OFF_PHASE));
+        // Two in a row: the first probes of a fleet starting together all read its startup's
+        // queue, and one of them alone would hold that for a doubled interval (ADR 0121).
+        let settled = settled && !self.flag(OFF_PHASE) && !self.flag(LATE);
+        let twice = settled && self.flag(SETTLED_ONCE);
+        self.set_flag(SETTLED_ONCE, settled);
+        self.set_flag(SETTLED, twice);
         if self.state == State::Idle {
             self.schedule();
         }
@@ -307,8 +330,15 @@ impl Probe {
                     return self.conclude(now, self.n);
                 }
                 self.n = 0;
+                // Half a latency after the phase, the other processes have drained and are
+                // timing their calls: a probe that starts then reads them refill (ADR 0121).
+                let late = now.wrapping_add(self.offset)
+                    > self
+                        .next_at
+                        .saturating_add((latency_ns * LATE_FOR_PHASE) as u64);
                 let soon = self.flag(SOON);
                 self.set_flag(OFF_PHASE, soon);
+                self.set_flag(LATE, late);
                 self.set_flag(SOON, false);
                 // Calls whose response has started still hold their slots until they end.
                 let drain = bound(DRAIN_LATENCIES, latency_ns).saturating_add(self.tail as u64);
@@ -508,9 +538,14 @@ impl Probe {
     /// The p90 and mean of the samples taken (at least one).
     fn reading(&self) -> Measured {
         let n = self.n as usize;
+        let xs = || self.samples[..n].iter().map(|&x| x as f64);
+        let mean = xs().sum::<f64>() / n as f64;
+        let var =
+            xs().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n.saturating_sub(1).max(1) as f64;
         Measured {
             p90: self.p90(),
-            mean: self.samples[..n].iter().map(|&x| x as f64).sum::<f64>() / n as f64,
+            mean,
+            se: (var / n as f64).sqrt(),
         }
     }
 
@@ -641,6 +676,40 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_that_starts_late_for_its_phase_settles_nothing() {
+        // The phase is at 10 s; half a latency (50 ms) later the others are timing their calls.
+        for (start, off) in [(10 * S + 40 * MS, false), (10 * S + 60 * MS, true)] {
+            let mut p = probe();
+            p.tick(start, 20, 5, LAT);
+            assert_eq!(p.hold(), Hold::Level);
+            let late = (start - 10 * S) / MS;
+            assert_eq!(p.flag(LATE), off, "started {late} ms late");
+            assert!(!p.off_phase(), "its reading still counts");
+            p.note_settled(true);
+            p.note_settled(true);
+            assert_eq!(p.flag(SETTLED), !off);
+        }
+    }
+
+    #[test]
+    fn a_probe_mean_carries_its_standard_error() {
+        let mut p = probe();
+        let drained = drain_and_admit(&mut p, 10 * S);
+        let mut m = None;
+        for i in 0..WANT {
+            let lat = if i % 2 == 0 { 90.0 } else { 110.0 } * MS as f64;
+            m = p.sample(drained + 120 * MS, drained, lat);
+        }
+        let m = m.expect("the last timed call concludes it");
+        let n = WANT as f64;
+        // Deviations of ±10 ms (one more +10 than −10 of 15): the mean is 100.67 ms.
+        let mean = (8.0 * 90.0 + 7.0 * 110.0) / n;
+        let var = (8.0 * (90.0 - mean).powi(2) + 7.0 * (110.0 - mean).powi(2)) / (n - 1.0);
+        assert!((m.mean / MS as f64 - mean).abs() < 1e-6, "{m:?}");
+        assert!((m.se / MS as f64 - (var / n).sqrt()).abs() < 1e-6, "{m:?}");
+    }
+
+    #[test]
     fn disabled_or_interval_zero_never_holds() {
         for mut p in [Probe::new(false, 0, 10_000, 0), Probe::new(true, 0, 0, 0)] {
             for t in 0..100 {
@@ -651,13 +720,26 @@ mod tests {
     }
 
     #[test]
-    fn the_interval_doubles_for_a_slow_upstream_once_settled() {
+    fn the_interval_doubles_for_a_slow_upstream_once_settled_twice() {
         let mut p = probe();
         p.note_baseline(1_000.0 * MS as f64); // 1 s: 25 × 3 s = 75 s → 80 s
         p.tick(10 * S, 20, 5, LAT);
         assert_eq!(p.hold(), Hold::Level, "not settled yet: the base interval");
+        let mut o = probe();
+        o.note_baseline(1_000.0 * MS as f64);
+        o.note_settled(true);
+        o.tick(10 * S, 20, 5, LAT);
+        assert_eq!(o.hold(), Hold::Level, "settled once: the base interval");
         let mut q = probe();
         q.note_baseline(1_000.0 * MS as f64);
+        q.note_settled(true);
+        q.note_settled(false);
+        q.note_settled(true);
+        q.tick(10 * S, 20, 5, LAT);
+        assert_eq!(q.hold(), Hold::Level, "a jump between: not twice in a row");
+        let mut q = probe();
+        q.note_baseline(1_000.0 * MS as f64);
+        q.note_settled(true);
         q.note_settled(true);
         q.tick(10 * S, 20, 5, LAT);
         assert_eq!(q.hold(), Hold::No);

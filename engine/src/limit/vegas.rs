@@ -21,6 +21,15 @@ pub fn thresholds(limit: f64) -> (f64, f64) {
     (alpha, alpha + f.min(alpha))
 }
 
+/// The raise on a window that reads no queue, in calls × f(L), while alpha is still a share of
+/// the limit (below 30): a constant step, not beta, which is a share of the limit there too. A
+/// raise in proportion to the limit keeps whatever split of a shared upstream the processes
+/// hold; an equal step and a cut in proportion move them towards equal shares (Chiu and Jain's
+/// additive increase, multiplicative decrease; ADR 0121). Streams, whose calls spend most of
+/// their slot past the first byte, keep beta: a step of 2 against 4 slots overshot them. Ours, a
+/// guess; ADR 0121 has 1 and 4.
+pub const RAISE_BELOW_30: f64 = 2.0;
+
 /// See `thresholds`. Ours: 0.1 keeps the limit within 1.25 × a capacity of 10 in the
 /// simulator's long incident (3 calls: 1.40 ×). A guess; ADR 0113 has 0.05 and 0.2.
 pub const SMALL_LIMIT_QUEUE: f64 = 0.1;
@@ -28,8 +37,11 @@ pub const SMALL_LIMIT_QUEUE: f64 = 0.1;
 /// The next limit. The queue our calls cause is estimated on the concurrency the window
 /// actually reached (at most the limit), counting only the share of it still waiting for a
 /// response (a stream past its first token holds a slot but queues nothing):
-/// `queue = inflight × waiting × (1 − baseline / latency)`.
-/// - queue ≤ f: no queue at all, `+beta` (slow start);
+/// `queue = inflight × waiting × (1 − baseline / latency)`, not rounded: Netflix rounds it up,
+/// and a call's rounding against a band a tenth of the limit wide cuts the smaller of two
+/// processes that read the same latency while the larger holds (ADR 0121).
+/// - queue ≤ f: no queue at all, `+beta`, or `RAISE_BELOW_30` below 30 for calls that mostly
+///   wait for their response (`+6f` in slow start);
 /// - queue < alpha: `+f`;
 /// - queue > beta: the queue beyond alpha is removed in one step, down to the concurrency that
 ///   causes no queue plus alpha (ADR 0113: −f per window took 30 windows to shed 30 calls). It
@@ -41,9 +53,14 @@ pub fn on_window(r: &Reading) -> f64 {
     let (alpha, beta) = thresholds(r.limit);
     let inflight = r.peak.min(r.limit);
     let waiting = inflight * r.waiting;
-    let queue = (waiting * (1.0 - r.baseline / r.rtt)).ceil();
+    let queue = waiting * (1.0 - r.baseline / r.rtt);
     if queue <= f {
-        r.limit + if r.slow_start { 6.0 * f } else { beta }
+        let raise = if alpha < 3.0 * f && r.waiting > 0.5 {
+            RAISE_BELOW_30 * f
+        } else {
+            beta
+        };
+        r.limit + if r.slow_start { 6.0 * f } else { raise }
     } else if queue < alpha {
         r.limit + f
     } else if queue > beta {
@@ -96,10 +113,12 @@ mod tests {
     }
 
     #[test]
-    fn no_queue_raises_by_beta_or_by_6f_in_slow_start() {
-        assert_eq!(on_window(&reading(20.0, 20.0, 50.0, 50.0)), 23.0);
-        // ceil(20 × (1 − 50/52)) = 1 ≤ f: still no queue.
-        assert_eq!(on_window(&reading(20.0, 20.0, 50.0, 52.0)), 23.0);
+    fn no_queue_raises_by_a_constant_step_below_30_by_beta_above_and_by_6f_in_slow_start() {
+        assert_eq!(on_window(&reading(20.0, 20.0, 50.0, 50.0)), 22.0);
+        assert_eq!(on_window(&reading(5.0, 5.0, 50.0, 50.0)), 7.0);
+        // 20 × (1 − 50/52) = 0.77 ≤ f: still no queue.
+        assert_eq!(on_window(&reading(20.0, 20.0, 50.0, 52.0)), 22.0);
+        assert_eq!(on_window(&reading(60.0, 60.0, 50.0, 50.0)), 64.0);
         let slow = Reading {
             slow_start: true,
             ..reading(20.0, 20.0, 50.0, 50.0)
@@ -168,14 +187,24 @@ mod tests {
     #[test]
     fn streams_past_their_first_token_queue_nothing() {
         // 16 streams in flight, each waiting for its response 1 % of its slot time, at twice
-        // the baseline latency: 16 × 0.01 × 0.5 → ceil 1 ≤ f, no queue to speak of.
+        // the baseline latency: 16 × 0.01 × 0.5 = 0.08 ≤ f, no queue to speak of.
         let r = Reading {
             waiting: 0.01,
             ..reading(20.0, 16.0, 100.0, 200.0)
         };
-        assert_eq!(on_window(&r), 23.0);
+        assert_eq!(on_window(&r), 23.0, "streams raise by beta");
         // The same 16 as plain calls: 8 queued, cut to 8 + alpha.
         assert!((on_window(&reading(20.0, 16.0, 100.0, 200.0)) - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn processes_that_read_the_same_latency_hold_alike_whatever_their_limits() {
+        // Two processes of a fleet, 9 and 14 in flight, at the same latency: 1.27 and 1.97
+        // calls queued, each within its band (a tenth to a fifth of its limit). Rounded up,
+        // the 2 calls of the smaller would be above its beta (1.88) and cut it alone.
+        let (base, rtt) = (101.8, 118.5);
+        assert_eq!(on_window(&reading(9.4, 9.0, base, rtt)), 9.4);
+        assert_eq!(on_window(&reading(14.4, 14.0, base, rtt)), 14.4);
     }
 
     #[test]

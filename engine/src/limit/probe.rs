@@ -40,7 +40,7 @@ pub const MEASURE_LATENCIES: f64 = 3.0;
 pub const COLD_SAMPLES: usize = 3;
 /// The floor of each bound, ns (BBR holds ProbeRTT for at least 200 ms).
 pub const PROBE_MIN_NS: f64 = 200_000_000.0;
-/// A probe that starts this many smoothed latencies after its phase is off the phase: the other
+/// A probe that starts this many smoothed latencies after its phase settles nothing: the other
 /// processes sharing the upstream drained at the phase and are timing their own calls, or done.
 /// Ours, a guess: a process sees the phase at its next call, within milliseconds under load; a
 /// new key's first probe waits for its first window, seconds after. ADR 0121 has 0.25 and 1.
@@ -122,8 +122,8 @@ pub struct Probe {
     tail: f32,
     /// Probes that produced a measurement (stats, tests).
     pub measured: u32,
-    /// `SETTLED`, `SETTLED_ONCE`, `SOON`, `OFF_PHASE`, `LATE`, `COLD_QUIET`: one byte of flags keeps a key within
-    /// its memory budget.
+    /// `SETTLED`, `SETTLED_ONCE`, `SOON`, `OFF_PHASE`, `LATE`, `COLD_QUIET`: one byte of flags
+    /// keeps a key within its memory budget.
     flags: u8,
 }
 

@@ -44,10 +44,6 @@ const EARLY_PROBE: f64 = 1.5;
 /// to 0.86 and `baseline-shift` from 98.1 to 97.8 %; at 1.6 the engine's shuffled start waits
 /// for the phase.
 const EARLY_PROBE_CROWDED: f64 = 1.3;
-/// A probe's mean this many of its standard errors below the mean baseline replaces it (see
-/// `on_probe`). Ours, a guess: at 2 lucky low probes on a noisy upstream cut `converge`'s and
-/// `capacity-halves`' goodput, at 4 `modest-overload`'s; ADR 0121 has 4 and 16.
-const SURE_LOWER: f64 = 8.0;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Pressure {
@@ -267,9 +263,10 @@ impl Adaptive {
     /// baseline, never above it, would fall straight back: it restarts from the next window.
     fn on_probe(&mut self, now: Nanos, m: Measured) {
         let before = self.mean.baseline.value;
+        let vegas = self.kind == Kind::Vegas;
         // Off the phase, the other processes sharing the upstream did not drain with this one:
         // a higher reading may be their queue, and only a lower one is news (ADR 0121).
-        let m = if self.kind == Kind::Vegas && self.probe.off_phase() && before > 0.0 {
+        let m = if vegas && self.probe.off_phase() && before > 0.0 {
             Measured {
                 p90: m.p90.min(self.p90.baseline.value),
                 mean: m.mean.min(before),
@@ -278,14 +275,12 @@ impl Adaptive {
         } else {
             m
         };
-        let a = self.p90.baseline.measured(m.p90);
-        let b = self.mean.baseline.measured(m.mean);
-        // Lower by more than its own noise explains: the baseline held another process's queue
-        // (a probe polluted by one that let go first). Walking a quarter of the way left the
-        // processes of one fleet reading 1.3 × apart for a minute (ADR 0121).
-        if self.kind == Kind::Vegas && m.mean + SURE_LOWER * m.se < before {
-            self.mean.baseline.value = m.mean;
-        }
+        // Only Vegas's mean is taken whole when surely lower (ADR 0121).
+        let a = self.p90.baseline.measured(m.p90, f64::INFINITY);
+        let b = self
+            .mean
+            .baseline
+            .measured(m.mean, if vegas { m.se } else { f64::INFINITY });
         let down = before > 0.0 && m.mean * PROBE_JUMP < before;
         let jumped = before == 0.0 || m.mean > before * PROBE_JUMP || down;
         self.probe.note_settled(!jumped);

@@ -22,6 +22,13 @@ pub const PROBE_JUMP: f64 = 1.5;
 /// a half and an eighth.
 pub const PROBE_WEIGHT: f64 = 0.25;
 
+/// A probe reading this many of its standard errors below the baseline replaces it, however
+/// near: the baseline held another process's queue (a probe polluted by one that let go first),
+/// and walking a quarter of the way left the processes of one fleet reading 1.3 × apart for a
+/// minute (ADR 0121). Ours, a guess: at 2 lucky low probes on a noisy upstream cut `converge`'s
+/// and `capacity-halves`' goodput, at 4 `modest-overload`'s; ADR 0121 has 4 and 16.
+pub const SURE_LOWER: f64 = 8.0;
+
 #[derive(Clone, Debug, Default)]
 pub struct Baseline {
     /// ns; 0 until the first healthy window.
@@ -37,18 +44,20 @@ impl Baseline {
         }
     }
 
-    /// A probe's measurement of the no-load latency (ns). Far from the baseline (beyond
-    /// `PROBE_JUMP` either way) it replaces it; nearer, it moves `PROBE_WEIGHT` of the way to it, so
+    /// A probe's measurement of the no-load latency (ns), with its standard error (infinite
+    /// where unknown). Far from the baseline (beyond `PROBE_JUMP` either way) or surely below
+    /// it (`SURE_LOWER`) it replaces it; nearer, it moves `PROBE_WEIGHT` of the way to it, so
     /// that the noise of a p90 of a few dozen calls averages out over probes.
     /// Returns whether it jumped up: latencies measured before are then stale.
     #[inline]
-    pub fn measured(&mut self, m: f64) -> bool {
+    pub fn measured(&mut self, m: f64, se: f64) -> bool {
         if m <= 0.0 {
             return false;
         }
         let b = self.value;
         let up = b > 0.0 && m > b * PROBE_JUMP;
-        self.value = if b == 0.0 || up || m * PROBE_JUMP < b {
+        let down = m * PROBE_JUMP < b || m + SURE_LOWER * se < b;
+        self.value = if b == 0.0 || up || down {
             m
         } else {
             b + PROBE_WEIGHT * (m - b)
@@ -100,15 +109,31 @@ mod tests {
     fn a_probe_far_off_replaces_it_and_a_near_one_nudges_it() {
         let mut b = Baseline { value: 200.0 };
         assert!(
-            !b.measured(100.0),
+            !b.measured(100.0, f64::INFINITY),
             "down by more than a jump: replaced, not up"
         );
         assert_eq!(b.value, 100.0);
-        assert!(b.measured(300.0), "up by more than a jump: replaced");
+        assert!(
+            b.measured(300.0, f64::INFINITY),
+            "up by more than a jump: replaced"
+        );
         assert_eq!(b.value, 300.0);
-        assert!(!b.measured(340.0));
+        assert!(!b.measured(340.0, f64::INFINITY));
         assert_eq!(b.value, 300.0 + PROBE_WEIGHT * 40.0);
-        assert!(!b.measured(0.0));
+        assert!(!b.measured(0.0, f64::INFINITY));
         assert_eq!(b.value, 310.0);
+    }
+
+    #[test]
+    fn a_reading_surely_below_replaces_it_however_near() {
+        let mut b = Baseline { value: 110.0 };
+        b.measured(100.0, 1.0);
+        assert_eq!(b.value, 100.0, "10 below, 1 of noise: taken whole");
+        let mut b = Baseline { value: 110.0 };
+        b.measured(100.0, 2.0);
+        assert_eq!(
+            b.value, 107.5,
+            "10 below, 2 of noise: walked a quarter of the way"
+        );
     }
 }

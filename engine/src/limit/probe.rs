@@ -721,27 +721,25 @@ mod tests {
 
     #[test]
     fn the_interval_doubles_for_a_slow_upstream_once_settled_twice() {
-        let mut p = probe();
-        p.note_baseline(1_000.0 * MS as f64); // 1 s: 25 × 3 s = 75 s → 80 s
-        p.tick(10 * S, 20, 5, LAT);
-        assert_eq!(p.hold(), Hold::Level, "not settled yet: the base interval");
-        let mut o = probe();
-        o.note_baseline(1_000.0 * MS as f64);
-        o.note_settled(true);
-        o.tick(10 * S, 20, 5, LAT);
-        assert_eq!(o.hold(), Hold::Level, "settled once: the base interval");
-        let mut q = probe();
-        q.note_baseline(1_000.0 * MS as f64);
-        q.note_settled(true);
-        q.note_settled(false);
-        q.note_settled(true);
-        q.tick(10 * S, 20, 5, LAT);
-        assert_eq!(q.hold(), Hold::Level, "a jump between: not twice in a row");
-        let mut q = probe();
-        q.note_baseline(1_000.0 * MS as f64);
-        q.note_settled(true);
-        q.note_settled(true);
-        q.tick(10 * S, 20, 5, LAT);
+        // A 1 s upstream: 25 × 3 s = 75 s → 80 s once doubled. Whether the probe at 10 s
+        // holds, after these probes settled (true) or jumped (false).
+        let holds_at_10s = |settles: &[bool]| {
+            let mut p = probe();
+            p.note_baseline(1_000.0 * MS as f64);
+            for &s in settles {
+                p.note_settled(s);
+            }
+            p.tick(10 * S, 20, 5, LAT);
+            p
+        };
+        assert_eq!(holds_at_10s(&[]).hold(), Hold::Level, "not settled yet");
+        assert_eq!(holds_at_10s(&[true]).hold(), Hold::Level, "settled once");
+        assert_eq!(
+            holds_at_10s(&[true, false, true]).hold(),
+            Hold::Level,
+            "a jump between: not twice in a row"
+        );
+        let mut q = holds_at_10s(&[true, true]);
         assert_eq!(q.hold(), Hold::No);
         q.tick(80 * S, 20, 5, LAT);
         assert_eq!(q.hold(), Hold::Level);

@@ -103,7 +103,7 @@ const LATE: f64 = 4.0;
 
 impl Adaptive {
     pub fn new(kind: Kind, o: &LimiterOptions, now: Nanos) -> Self {
-        Adaptive {
+        let mut a = Adaptive {
             kind,
             limit: o.initial_limit as f64,
             healthy_limit: o.initial_limit as f32,
@@ -135,7 +135,11 @@ impl Adaptive {
                 o.probe_interval_ms,
                 o.clock_offset_ns,
             ),
+        };
+        if kind == Kind::Gradient2 {
+            a.probe.keep_outliers();
         }
+        a
     }
 
     /// The learnt limit (what `stats()` reports).
@@ -307,7 +311,13 @@ impl Adaptive {
         let streams = self.probe.tail() > no_load;
         if peak > 0.0 && lat > no_load && !streams {
             let served = peak * no_load / lat;
-            let next = self.clamp(self.limit.min(served + vegas::thresholds(served).0));
+            // Gradient2 keeps the share of the limit it was measured with (ADR 0122).
+            let alpha = if self.kind == Kind::Vegas {
+                vegas::thresholds(served).0
+            } else {
+                vegas::share_thresholds(served).0
+            };
+            let next = self.clamp(self.limit.min(served + alpha));
             if next < self.limit {
                 self.limit = next;
                 self.last_move = now;

@@ -10,27 +10,51 @@ pub fn log_factor(limit: f64) -> f64 {
     limit.max(1.0).log10().floor().max(1.0)
 }
 
-/// Vegas's alpha and beta, in calls queued at the upstream: 3·f(L) and 6·f(L), but never more
-/// than `SMALL_LIMIT_QUEUE` of the limit for alpha (and twice that for beta). Three queued calls
-/// are Brakmo & Peterson's buffers on a fast path; against a capacity of 10 they are 30 % more
-/// latency for nothing (ADR 0113).
+/// Vegas's alpha and beta, in calls queued at the upstream by this process: 3·f(L) and 4·f(L)
+/// from a limit of 30 (Brakmo & Peterson's 3 queued calls on a fast path), and below it
+/// `SMALL_ALPHA` and one more up to a limit of 20, rising to 3 and 4 at 30. Three queued calls against a capacity of 10 are 30 % more latency for nothing (ADR 0113).
+/// The same number of calls for every process, whatever its limit, is what lets processes that
+/// share an upstream settle at equal shares (Low, Peterson and Wang's analysis of TCP Vegas): a
+/// share of the limit held any split (ADR 0122).
 #[inline]
 pub fn thresholds(limit: f64) -> (f64, f64) {
+    let f = log_factor(limit);
+    let alpha = if limit >= 30.0 {
+        3.0 * f
+    } else {
+        SMALL_ALPHA + (3.0 - SMALL_ALPHA) * ((limit - SMALL_ALPHA_UNTIL) / 10.0).clamp(0.0, 1.0)
+    };
+    (alpha, alpha + f)
+}
+
+/// The thresholds as a share of the limit below 30 (a tenth and a fifth), for streams (calls
+/// that spend most of their slot past the first byte): with one call against 4 slots
+/// (`llm-slots-4` in the simulator) throughput fell from 97.5 to 84.5 % (ADR 0122).
+#[inline]
+pub fn share_thresholds(limit: f64) -> (f64, f64) {
     let f = log_factor(limit);
     let alpha = (3.0 * f).min(SMALL_LIMIT_QUEUE * limit);
     (alpha, alpha + f.min(alpha))
 }
 
-/// The raise on a window that reads no queue, in calls × f(L), while alpha is still a share of
-/// the limit (below 30): a constant step, not beta, which is a share of the limit there too. A
-/// raise in proportion to the limit keeps whatever split of a shared upstream the processes
+/// Alpha below a limit of `SMALL_ALPHA_UNTIL`, in calls. Ours: it keeps the limit within 1.25 × a
+/// capacity of 10 in the simulator's long incident, as the tenth of the limit it replaces did.
+/// ADR 0122 has half and twice.
+pub const SMALL_ALPHA: f64 = 1.0;
+/// From this limit alpha rises to 3 at 30. A step at 30 kept a process that fell below it at a
+/// third of the others' queue (`fleet-3` 0.96, `capacity-halves` 83 s to settle); a ramp to 100
+/// let noise cut the limit (`baseline-shift` 68 %). Ours (ADR 0122).
+pub const SMALL_ALPHA_UNTIL: f64 = 20.0;
+
+/// The raise on a window that reads no queue, in calls × f(L), below a limit of 30: a constant
+/// step, not beta (ADR 0121 chose it while beta was a share of the limit there). A raise in proportion to the limit keeps whatever split of a shared upstream the processes
 /// hold; an equal step and a cut in proportion move them towards equal shares (Chiu and Jain's
 /// additive increase, multiplicative decrease; ADR 0121). Streams, whose calls spend most of
 /// their slot past the first byte, keep beta: a step of 2 against 4 slots overshot them. Ours, a
 /// guess; ADR 0121 has 1 and 4.
 pub const RAISE_BELOW_30: f64 = 2.0;
 
-/// See `thresholds`. Ours: 0.1 keeps the limit within 1.25 × a capacity of 10 in the
+/// See `share_thresholds`. Ours: 0.1 keeps the limit within 1.25 × a capacity of 10 in the
 /// simulator's long incident (3 calls: 1.40 ×). A guess; ADR 0113 has 0.05 and 0.2.
 pub const SMALL_LIMIT_QUEUE: f64 = 0.1;
 
@@ -38,7 +62,7 @@ pub const SMALL_LIMIT_QUEUE: f64 = 0.1;
 /// actually reached (at most the limit), counting only the share of it still waiting for a
 /// response (a stream past its first token holds a slot but queues nothing):
 /// `queue = inflight × waiting × (1 − baseline / latency)`, not rounded: Netflix rounds it up,
-/// and a call's rounding against a band a tenth of the limit wide cuts the smaller of two
+/// and a call's rounding against a band one call wide cuts the smaller of two
 /// processes that read the same latency while the larger holds (ADR 0121).
 /// - queue ≤ f: no queue at all, `+beta`, or `RAISE_BELOW_30` below 30 for calls that mostly
 ///   wait for their response (`+6f` in slow start);
@@ -50,7 +74,11 @@ pub const SMALL_LIMIT_QUEUE: f64 = 0.1;
 /// - otherwise hold.
 pub fn on_window(r: &Reading) -> f64 {
     let f = log_factor(r.limit);
-    let (alpha, beta) = thresholds(r.limit);
+    let (alpha, beta) = if r.waiting > 0.5 {
+        thresholds(r.limit)
+    } else {
+        share_thresholds(r.limit)
+    };
     let inflight = r.peak.min(r.limit);
     let waiting = inflight * r.waiting;
     let queue = waiting * (1.0 - r.baseline / r.rtt);
@@ -103,13 +131,18 @@ mod tests {
     }
 
     #[test]
-    fn thresholds_are_3_and_4_queued_calls_above_30_and_a_tenth_of_the_limit_below() {
+    fn thresholds_are_1_and_2_queued_calls_below_20_rising_to_3_and_4_at_30() {
         assert_eq!(thresholds(60.0), (3.0, 4.0));
         assert_eq!(thresholds(30.0), (3.0, 4.0));
-        assert_eq!(thresholds(20.0), (2.0, 3.0));
-        assert_eq!(thresholds(8.0), (0.8, 1.6));
+        assert_eq!(thresholds(25.0), (2.0, 3.0));
+        assert_eq!(thresholds(20.0), (1.0, 2.0));
+        assert_eq!(thresholds(8.0), (1.0, 2.0));
         // f = 2 from 100: alpha 6, beta 8.
         assert_eq!(thresholds(150.0), (6.0, 8.0));
+        // Streams: a tenth and a fifth of the limit below 30.
+        assert_eq!(share_thresholds(20.0), (2.0, 3.0));
+        assert_eq!(share_thresholds(8.0), (0.8, 1.6));
+        assert_eq!(share_thresholds(60.0), (3.0, 4.0));
     }
 
     #[test]
@@ -145,9 +178,20 @@ mod tests {
             );
         }
         assert_eq!(
-            on_window(&reading(20.0, 20.0, 50.0, rtt_for(20.0, 2.5, 50.0))),
+            on_window(&reading(20.0, 20.0, 50.0, rtt_for(20.0, 1.5, 50.0))),
             20.0
         );
+    }
+
+    #[test]
+    fn processes_of_one_fleet_keep_the_same_queue_whatever_their_limits() {
+        // One upstream, read alike by two processes at 20 and 8: 12 % above the baseline, so
+        // 2.4 and 0.96 calls queued. A tenth to a fifth of the limit (2-4 and 0.8-1.6) held
+        // the 20 and raised the 8; one to two calls each cut the 20 and raise the 8.
+        let (base, rtt) = (100.0, 100.0 / 0.88);
+        let big = on_window(&reading(20.0, 20.0, base, rtt));
+        assert!((big - 18.6).abs() < 1e-9, "{big}");
+        assert_eq!(on_window(&reading(8.0, 8.0, base, rtt)), 10.0);
     }
 
     #[test]
@@ -194,14 +238,14 @@ mod tests {
         };
         assert_eq!(on_window(&r), 23.0, "streams raise by beta");
         // The same 16 as plain calls: 8 queued, cut to 8 + alpha.
-        assert!((on_window(&reading(20.0, 16.0, 100.0, 200.0)) - 10.0).abs() < 1e-9);
+        assert!((on_window(&reading(20.0, 16.0, 100.0, 200.0)) - 9.0).abs() < 1e-9);
     }
 
     #[test]
     fn processes_that_read_the_same_latency_hold_alike_whatever_their_limits() {
         // Two processes of a fleet, 9 and 14 in flight, at the same latency: 1.27 and 1.97
-        // calls queued, each within its band (a tenth to a fifth of its limit). Rounded up,
-        // the 2 calls of the smaller would be above its beta (1.88) and cut it alone.
+        // calls queued, each within its band (1 to 2). Rounded up, the 2 calls of the smaller
+        // would be above a beta of a fifth of its limit (1.88) and cut it alone.
         let (base, rtt) = (101.8, 118.5);
         assert_eq!(on_window(&reading(9.4, 9.0, base, rtt)), 9.4);
         assert_eq!(on_window(&reading(14.4, 14.0, base, rtt)), 14.4);

@@ -140,6 +140,21 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
             g("p90OverNoLoad", "<= 1.6", |x| x <= 1.6, true),
             g("goodputPct", ">= 95 %", |x| x >= 95.0, true),
         ],
+        "fleet-3" | "fleet-join" => vec![
+            g("jain", ">= 0.95", |x| x >= 0.95, true),
+            g(
+                "sumLimitOverCapacity",
+                "0.85-1.5",
+                |x| (0.85..=1.5).contains(&x),
+                true,
+            ),
+        ],
+        "fleet-real" | "fleet-real-8" => vec![
+            g("jain", ">= 0.95", |x| x >= 0.95, true),
+            g("sumLimitOverCapacity", "<= 2", |x| x <= 2.0, true),
+            g("p90OverNoLoad", "<= 3", |x| x <= 3.0, true),
+            g("goodputPct", ">= 85 %", |x| x >= 85.0, true),
+        ],
         "lucky-fast-sample" => vec![g(
             "meanLimitOverCapacity",
             ">= 0.8 (no collapse)",

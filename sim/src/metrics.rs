@@ -93,6 +93,18 @@ impl Run<'_> {
         ok / possible * 100.0
     }
 
+    /// Calls each client completed successfully in [a, b) seconds.
+    fn done_per_client(&self, a: f64, b: f64) -> Vec<f64> {
+        let (ta, tb) = ((a * SEC as f64) as u64, (b * SEC as f64) as u64);
+        let mut done = vec![0.0; self.tr.limit.len()];
+        for c in &self.tr.calls {
+            if c.verdict == Verdict::Success && c.end >= ta && c.end < tb {
+                done[c.client as usize] += 1.0;
+            }
+        }
+        done
+    }
+
     fn successes(&self, a: f64, b: f64) -> usize {
         let (a, b) = ((a * SEC as f64) as u64, (b * SEC as f64) as u64);
         self.tr
@@ -623,37 +635,13 @@ pub fn compute(run: &Run) -> Vec<Metric> {
         Measure::Fleet => {
             // The last 300 s (the canonical fleet's 300–600 s; after the last join in
             // fleet-join), or the second half of a shorter run.
-            let (a, b) = ((end - 300.0).max(end / 2.0), end);
-            let jain = |per: &[f64]| {
-                let sum: f64 = per.iter().sum();
-                let sq: f64 = per.iter().map(|x| x * x).sum();
-                sum * sum / (per.len() as f64 * sq)
-            };
-            let limits: Vec<f64> = run
-                .tr
-                .limit
-                .iter()
-                .map(|l| mean(run.ticks(a, b).map(|i| l[i] as f64)))
-                .collect();
-            // Calls each client completed: what its users see.
-            let (ta, tb) = ((a * SEC as f64) as u64, (b * SEC as f64) as u64);
-            let mut done = vec![0.0; limits.len()];
-            for c in &run.tr.calls {
-                if c.verdict == Verdict::Success && c.end >= ta && c.end < tb {
-                    done[c.client as usize] += 1.0;
-                }
-            }
-            vec![
-                ("jain", some(jain(&done))),
-                ("limitJain", some(jain(&limits))),
-                (
-                    "sumLimitOverCapacity",
-                    some(limits.iter().sum::<f64>() / run.mean_servers(a, b)),
-                ),
-                ("goodputPct", some(run.goodput_pct(a, b))),
-                ("p90OverNoLoad", some(run.p90_over_no_load(a, b))),
-                ("shedPct", some(run.shed_pct(a, b))),
-            ]
+            fleet_metrics(&run, (end - 300.0).max(end / 2.0), end)
+        }
+        Measure::FleetStart { judged, early } => {
+            let mut m = fleet_metrics(&run, end - judged, end);
+            let (a, b) = early;
+            m.push(("earlyJain", some(jain(&run.done_per_client(a, b)))));
+            m
         }
         Measure::FaultThenRecover {
             pre,
@@ -685,6 +673,35 @@ pub fn compute(run: &Run) -> Vec<Metric> {
             ]
         }
     }
+}
+
+/// Jain's fairness index of `per` (1: all equal; 1/n: one takes everything).
+fn jain(per: &[f64]) -> f64 {
+    let sum: f64 = per.iter().sum();
+    let sq: f64 = per.iter().map(|x| x * x).sum();
+    sum * sum / (per.len() as f64 * sq)
+}
+
+/// A fleet over `[a, b)` seconds: Jain's index of the calls each client completed (what its
+/// users see) and of the clients' mean limits, the limits' sum over C, goodput, p90 and shed.
+fn fleet_metrics(run: &Run, a: f64, b: f64) -> Vec<(&'static str, Option<f64>)> {
+    let limits: Vec<f64> = run
+        .tr
+        .limit
+        .iter()
+        .map(|l| mean(run.ticks(a, b).map(|i| l[i] as f64)))
+        .collect();
+    vec![
+        ("jain", some(jain(&run.done_per_client(a, b)))),
+        ("limitJain", some(jain(&limits))),
+        (
+            "sumLimitOverCapacity",
+            some(limits.iter().sum::<f64>() / run.mean_servers(a, b)),
+        ),
+        ("goodputPct", some(run.goodput_pct(a, b))),
+        ("p90OverNoLoad", some(run.p90_over_no_load(a, b))),
+        ("shedPct", some(run.shed_pct(a, b))),
+    ]
 }
 
 #[cfg(test)]

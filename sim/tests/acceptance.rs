@@ -211,3 +211,27 @@ fn streams_find_the_generation_slots() {
         assert!(base > 0.0 && base <= 2.0, "{name}: {m:?}");
     }
 }
+
+#[test]
+fn a_fleet_of_real_processes_settles_at_equal_shares() {
+    // Five starts each, as the real-process test runs them.
+    for name in ["fleet-real", "fleet-real-8"] {
+        for seed in 1..=5 {
+            let m = metrics_of(&scenario(name), VEGAS, seed);
+            let jain = metric(&m, "jain").unwrap();
+            assert!(jain >= 0.95, "{name} seed {seed}: Jain {jain} ({m:?})");
+            let sum = metric(&m, "sumLimitOverCapacity").unwrap();
+            assert!(sum <= 2.0, "{name} seed {seed}: Σ limits {sum} × C ({m:?})");
+            let p90 = metric(&m, "p90OverNoLoad").unwrap();
+            assert!(
+                p90 <= 3.0,
+                "{name} seed {seed}: p90 {p90} × no load ({m:?})"
+            );
+            let goodput = metric(&m, "goodputPct").unwrap();
+            assert!(
+                goodput >= 85.0,
+                "{name} seed {seed}: goodput {goodput} % ({m:?})"
+            );
+        }
+    }
+}

@@ -552,33 +552,29 @@ impl Probe {
     pub fn cold_p90(&self) -> Option<f64> {
         (self.measured == 0 && self.state == State::Idle && self.n as usize >= COLD_SAMPLES).then(
             || {
-                let mut s = self.samples;
-                let s = &mut s[..self.n as usize];
-                s.sort_unstable_by(|a, b| a.total_cmp(b));
-                p90_of(s)
+                let (sorted, n) = self.sorted_samples();
+                p90_of(&sorted[..n])
             },
         )
+    }
+
+    /// A sorted copy of the samples taken, and how many there are.
+    fn sorted_samples(&self) -> ([f32; PROBE_SAMPLES], usize) {
+        let n = self.n as usize;
+        let mut sorted = self.samples;
+        sorted[..n].sort_unstable_by(|a, b| a.total_cmp(b));
+        (sorted, n)
     }
 
     /// The p90 of the samples taken (at least one), and the mean and its standard error of
     /// those not slower than `OUTLIER_MADS` allows.
     fn reading(&self) -> Measured {
-        let n = self.n as usize;
-        let mut sorted = self.samples;
-        let sorted = &mut sorted[..n];
-        sorted.sort_unstable_by(|a, b| a.total_cmp(b));
-        let median = sorted[n / 2] as f64;
-        let mut dev = [0f32; PROBE_SAMPLES];
-        let dev = &mut dev[..n];
-        for (d, &x) in dev.iter_mut().zip(sorted.iter()) {
-            *d = (x as f64 - median).abs() as f32;
-        }
-        dev.sort_unstable_by(|a, b| a.total_cmp(b));
-        let mad = (dev[n / 2] as f64).max(MAD_FLOOR * median);
+        let (sorted, n) = self.sorted_samples();
+        let sorted = &sorted[..n];
         let cut = if self.flag(KEEP_OUTLIERS) {
             f64::INFINITY
         } else {
-            median + OUTLIER_MADS * mad
+            outlier_cut(sorted)
         };
         // Sorted: the calls kept are a prefix.
         let kept = sorted.partition_point(|&x| x as f64 <= cut);
@@ -592,6 +588,21 @@ impl Probe {
             se: (var / kept as f64).sqrt(),
         }
     }
+}
+
+/// The latency above which a call of a probe is an outlier: `OUTLIER_MADS` median absolute
+/// deviations above the median of the sorted samples.
+fn outlier_cut(sorted: &[f32]) -> f64 {
+    let n = sorted.len();
+    let median = sorted[n / 2] as f64;
+    let mut dev = [0f32; PROBE_SAMPLES];
+    let dev = &mut dev[..n];
+    for (d, &x) in dev.iter_mut().zip(sorted) {
+        *d = (x as f64 - median).abs() as f32;
+    }
+    dev.sort_unstable_by(|a, b| a.total_cmp(b));
+    let mad = (dev[n / 2] as f64).max(MAD_FLOOR * median);
+    median + OUTLIER_MADS * mad
 }
 
 /// The p90 of sorted samples: the order statistic k with k / (n + 1) ≥ 0.9, whose expected

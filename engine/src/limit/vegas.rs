@@ -12,7 +12,8 @@ pub fn log_factor(limit: f64) -> f64 {
 
 /// Vegas's alpha and beta, in calls queued at the upstream by this process: 3·f(L) and 4·f(L)
 /// from a limit of 30 (Brakmo & Peterson's 3 queued calls on a fast path), and below it
-/// `SMALL_ALPHA` and one more up to a limit of 20, rising to 3 and 4 at 30. Three queued calls against a capacity of 10 are 30 % more latency for nothing (ADR 0113).
+/// `SMALL_ALPHA` and one more up to a limit of 20, rising to 3 and 4 at 30. Three queued calls
+/// against a capacity of 10 are 30 % more latency for nothing (ADR 0113).
 /// The same number of calls for every process, whatever its limit, is what lets processes that
 /// share an upstream settle at equal shares (Low, Peterson and Wang's analysis of TCP Vegas): a
 /// share of the limit held any split (ADR 0122).
@@ -47,8 +48,9 @@ pub const SMALL_ALPHA: f64 = 1.0;
 pub const SMALL_ALPHA_UNTIL: f64 = 20.0;
 
 /// The raise on a window that reads no queue, in calls × f(L), below a limit of 30: a constant
-/// step, not beta (ADR 0121 chose it while beta was a share of the limit there). A raise in proportion to the limit keeps whatever split of a shared upstream the processes
-/// hold; an equal step and a cut in proportion move them towards equal shares (Chiu and Jain's
+/// step, not beta (ADR 0121 chose it while beta was a share of the limit there). A raise in
+/// proportion to the limit keeps whatever split of a shared upstream the processes hold; an
+/// equal step and a cut in proportion move them towards equal shares (Chiu and Jain's
 /// additive increase, multiplicative decrease; ADR 0121). Streams, whose calls spend most of
 /// their slot past the first byte, keep beta: a step of 2 against 4 slots overshot them. Ours, a
 /// guess; ADR 0121 has 1 and 4.

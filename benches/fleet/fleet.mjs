@@ -67,6 +67,7 @@ export async function runFairFleet({ n, capacity, serviceMs = 100, callers = 64,
       delays,
       done,
       jain: jain(done),
+      early,
       earlyJain: jain(doneIn(start + early[0], start + early[1])),
       settledS: settled === null ? null : (settled - start) / 1000,
       limits,
@@ -87,7 +88,7 @@ export function fairFleetLine(f) {
   const fmt = (xs, d) => xs.map((x) => x.toFixed(d)).join(' ')
   return (
     `${f.n} x C ${f.capacity}, seed ${f.seed}: jain ${f.jain.toFixed(3)}, sum ${(f.sumLimits / f.capacity).toFixed(2)} x C, ` +
-    `p90 ${f.p90.toFixed(0)} ms, goodput ${(f.goodput * 100).toFixed(1)} %; at 15-25 s jain ${f.earlyJain.toFixed(3)}; ` +
+    `p90 ${f.p90.toFixed(0)} ms, goodput ${(f.goodput * 100).toFixed(1)} %; at ${f.early.map((t) => t / 1000).join('-')} s jain ${f.earlyJain.toFixed(3)}; ` +
     `settled ${f.settledS === null ? 'never' : `from ${f.settledS.toFixed(1)} s`}; limits ${fmt(f.limits, 1)}; ` +
     `baselines ${fmt(f.baselines, 0)} ms; delays ${f.delays.join(' ')} ms`
   )

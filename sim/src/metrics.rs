@@ -5,7 +5,7 @@ use resilix_engine::Verdict;
 
 use crate::client::Row;
 use crate::scenario::{capacity_per_s, Measure, Mix, Scenario, Service, SEC};
-use crate::trace::{Trace, TICK_NS};
+use crate::trace::{CallRecord, Trace, TICK_NS};
 
 pub type Metric = (&'static str, Option<f64>);
 
@@ -93,25 +93,26 @@ impl Run<'_> {
         ok / possible * 100.0
     }
 
+    /// The successful calls that ended in [a, b) seconds.
+    fn ended_ok(&self, a: f64, b: f64) -> impl Iterator<Item = &CallRecord> {
+        let (a, b) = ((a * SEC as f64) as u64, (b * SEC as f64) as u64);
+        self.tr
+            .calls
+            .iter()
+            .filter(move |c| c.verdict == Verdict::Success && c.end >= a && c.end < b)
+    }
+
     /// Calls each client completed successfully in [a, b) seconds.
     fn done_per_client(&self, a: f64, b: f64) -> Vec<f64> {
-        let (ta, tb) = ((a * SEC as f64) as u64, (b * SEC as f64) as u64);
         let mut done = vec![0.0; self.tr.limit.len()];
-        for c in &self.tr.calls {
-            if c.verdict == Verdict::Success && c.end >= ta && c.end < tb {
-                done[c.client as usize] += 1.0;
-            }
+        for c in self.ended_ok(a, b) {
+            done[c.client as usize] += 1.0;
         }
         done
     }
 
     fn successes(&self, a: f64, b: f64) -> usize {
-        let (a, b) = ((a * SEC as f64) as u64, (b * SEC as f64) as u64);
-        self.tr
-            .calls
-            .iter()
-            .filter(|c| c.verdict == Verdict::Success && c.end >= a && c.end < b)
-            .count()
+        self.ended_ok(a, b).count()
     }
 
     /// p90 of what the limiter saw for successful calls ended in [a, b), in ns.

@@ -166,7 +166,11 @@ export interface AcquireOptions {
  * Anthropic and the IETF draft name.
  */
 export interface QuotaBudget {
-  /** The sliding window, ms. Integer 1…2 147 483 647. Default 60000 (the LLM APIs count per minute). */
+  /**
+   * The sliding window, ms. Integer 1…2 147 483 647. Default 60000 (the LLM APIs count per minute).
+   * A charge is held a sixtieth of it (at least 100 ms) longer, so that a request that reaches the
+   * upstream that much later than it was charged still meets no 429.
+   */
   windowMs?: number
   /**
    * Read the rate-limit headers of each response (`x-ratelimit-*`, `anthropic-ratelimit-*`,

@@ -345,4 +345,9 @@ export interface WireCodes {
    */
   quotaBuckets: number
   quotaRing: number
+  /**
+   * The least a quota window holds a charge past its length, ms: a short window's buckets
+   * are lengthened to keep it.
+   */
+  quotaLateMs: number
 }

@@ -120,6 +120,26 @@ test('two processes share one budget: together they are admitted no more than it
   }
 })
 
+test('a short window holds a charge 100 ms past its end in Redis too: another process spends it no sooner', async () => {
+  const [a, b] = [await ioredis(), await ioredis()]
+  // A 300 ms window: its sixtieth (5 ms) is below the 100 ms kept against a late arrival.
+  const opts = (c) => ({ quota: { requests: 1, windowMs: 300 }, quotaStore: redisQuotaStore(c, { prefix: 'test-late' }) })
+  const [x, y] = [new Resilix(opts(a)), new Resilix(opts(b))]
+  try {
+    let first = 0
+    await x.execute(() => (first = performance.now()), { key: 'k' })
+    // y has charged nothing itself: only the fleet's window in Redis holds it back.
+    let second = 0
+    await y.execute(() => (second = performance.now()), { key: 'k', timeoutMs: 5_000 })
+    const gap = second - first
+    assert.ok(gap >= 390, `the second call ran ${gap.toFixed(0)} ms after the first: the window freed it before 300 + 100 ms`)
+    assert.ok(gap < 1_500, `the second call waited ${gap.toFixed(0)} ms`)
+  } finally {
+    x.close()
+    y.close()
+  }
+})
+
 test('a 429 seen by one process cools the others down through the store', async () => {
   const [a, b] = [await ioredis(), await ioredis()]
   const opts = (c) => ({ quota: { requests: 100, windowMs: 60_000, pace: true }, quotaStore: redisQuotaStore(c, { prefix: 'test-cool' }) })

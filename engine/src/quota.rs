@@ -26,6 +26,17 @@ pub const BUCKETS: u64 = 60;
 /// so that a charge is freed at least one bucket after the upstream frees it even when the
 /// request reached the upstream up to a bucket later than it was charged (ADR 1100).
 pub(crate) const RING: u64 = BUCKETS + 2;
+/// The least time a charge is held past its window, however short the window: a request can
+/// reach the upstream this much later than it was charged (ADR 1103). 100 ms, a guess (ADR
+/// 1103 has half and twice it).
+pub const LATE_ARRIVAL_MS: u64 = 100;
+
+/// A window's bucket: its length / [`BUCKETS`], or longer for a window under 6 s, so that a
+/// charge is held at least `max(bucket, LATE_ARRIVAL_MS)` past its window (ADR 1103).
+pub fn bucket_ns(window_ns: u64) -> u64 {
+    let late = (window_ns / BUCKETS).max(LATE_ARRIVAL_MS * NANOS_PER_MS);
+    ((window_ns + late) / (RING - 1)).max(1)
+}
 /// How long a key cools down after a refusal that names no wait: one second, a guess (the
 /// shortest `retry-after` the families send; half and twice it in ADR 1101).
 pub const DEFAULT_COOLDOWN_NS: u64 = 1_000_000_000;
@@ -127,7 +138,7 @@ pub struct SlidingWindow {
 
 impl SlidingWindow {
     pub fn new(limit: u64, window_ns: u64, now: Nanos) -> Self {
-        let bucket_ns = (window_ns / BUCKETS).max(1);
+        let bucket_ns = bucket_ns(window_ns);
         SlidingWindow {
             limit,
             window_ns,
@@ -337,7 +348,7 @@ impl Quota {
             keeps_ns: opts
                 .dims()
                 .iter()
-                .map(|d| d.window_ns + 2 * (d.window_ns / BUCKETS).max(1))
+                .map(|d| RING * bucket_ns(d.window_ns))
                 .max()
                 .unwrap_or(0),
             fleet: None,

@@ -4,8 +4,8 @@
 //! tighten, and one cooldown per refusal with the budget coming back gradually after it.
 
 use resilix_engine::quota::{
-    Costs, Quota, QuotaCheck, QuotaDim, QuotaOptions, SlidingWindow, BUCKETS, COSTS,
-    DEFAULT_COOLDOWN_NS,
+    bucket_ns, Costs, Quota, QuotaCheck, QuotaDim, QuotaOptions, SlidingWindow, BUCKETS, COSTS,
+    DEFAULT_COOLDOWN_NS, LATE_ARRIVAL_MS,
 };
 use resilix_engine::quota_headers::{read_header_block, DimReading, Dimension, Reading};
 use resilix_engine::{
@@ -72,34 +72,61 @@ fn the_window_frees_a_charge_one_bucket_after_the_upstream_does() {
 /// millisecond, everything the log still counts (and up to one bucket more) is still spent here.
 #[test]
 fn the_window_never_frees_what_a_sliding_log_still_counts() {
-    let window = 600 * NANOS_PER_MS;
-    let bucket = window / BUCKETS;
-    let mut w = SlidingWindow::new(1 << 40, window, 0);
-    let mut log: Vec<(u64, u64)> = Vec::new();
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    for t_ms in 0..5_000u64 {
-        let t = t_ms * NANOS_PER_MS;
-        if next() % 3 == 0 {
-            let a = 1 + next() % 50;
-            w.charge(t, a);
-            log.push((t, a));
+    // Windows whose bucket is shorter than the late margin, and one whose bucket is longer.
+    for window_ms in [600, 3_000, 9_000u64] {
+        let window = window_ms * NANOS_PER_MS;
+        let late = (window / BUCKETS).max(LATE_ARRIVAL_MS * NANOS_PER_MS);
+        let mut w = SlidingWindow::new(1 << 40, window, 0);
+        let mut log: Vec<(u64, u64)> = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for t_ms in 0..3 * window_ms {
+            let t = t_ms * NANOS_PER_MS;
+            if next() % 3 == 0 {
+                let a = 1 + next() % 50;
+                w.charge(t, a);
+                log.push((t, a));
+            }
+            // The upstream received each request up to `late` later than it was charged: a
+            // bucket, and at least the late margin.
+            log.retain(|(at, _)| t < at + late + window);
+            let counted: u64 = log.iter().map(|(_, a)| a).sum();
+            assert!(
+                w.spent(t) >= counted,
+                "window {window_ms} ms, at {t_ms} ms: {} spent here, the upstream counts {counted}",
+                w.spent(t)
+            );
         }
-        // The upstream received each request up to one bucket later than it was charged.
-        let counted: u64 = log
-            .iter()
-            .filter(|(at, _)| t < at + bucket + window)
-            .map(|(_, a)| a)
-            .sum();
+    }
+}
+
+#[test]
+fn a_window_of_six_seconds_or_more_keeps_its_sixtieths_and_a_shorter_one_stretches_them() {
+    // From 6 s a bucket (a sixtieth) is at least the late margin: the buckets are as they were.
+    for window_ms in [6_000, 60_000, 3_600_000u64] {
+        assert_eq!(
+            bucket_ns(window_ms * NANOS_PER_MS),
+            window_ms * NANOS_PER_MS / BUCKETS
+        );
+    }
+    // Under it, 61 buckets span the window and the margin, so that the hold never shrinks
+    // below the margin however short the window.
+    for window_ms in [1, 100, 1_000, 3_000, 5_999u64] {
+        let window = window_ms * NANOS_PER_MS;
+        let b = bucket_ns(window);
+        assert!(b > window / BUCKETS, "{window_ms} ms: {b} ns");
         assert!(
-            w.spent(t) >= counted,
-            "at {t_ms} ms: {} spent here, the upstream counts {counted}",
-            w.spent(t)
+            61 * b + 61 > window + LATE_ARRIVAL_MS * NANOS_PER_MS,
+            "{window_ms} ms: {b} ns"
+        );
+        assert!(
+            61 * b <= window + LATE_ARRIVAL_MS * NANOS_PER_MS,
+            "{window_ms} ms: {b} ns"
         );
     }
 }
@@ -109,8 +136,9 @@ fn a_call_fits_only_when_every_budget_has_room() {
     let mut q = Quota::new(&opts(), ms(0));
     take(&mut q, ms(0), &call(400));
     take(&mut q, ms(10), &call(400));
-    // Tokens: 800 + 400 > 1 000. The first 400 leave the window at bucket 0 + 62 × 16.666… ms.
-    let bucket = 1_000 * NANOS_PER_MS / BUCKETS;
+    // Tokens: 800 + 400 > 1 000. The first 400 leave the window at bucket 0 + 62 buckets of a
+    // second and the late margin over 61 (18.03 ms).
+    let bucket = bucket_ns(1_000 * NANOS_PER_MS);
     let first_epoch = ms(0) / bucket;
     assert_eq!(
         q.check(ms(20), &call(400), u64::MAX, false),

@@ -283,7 +283,7 @@ fn a_timeout_after_waiting_for_budget_does_not_open_the_breaker() {
         // The next waits for budget, and once let in runs out of its deadline.
         let waited = e.acquire_costing(h, t + 2 * NANOS_PER_MS, budget, 11, 0, &one, false);
         assert!(matches!(waited, Ok(Costed::Wait(_))), "{waited:?}");
-        let later = t + 1_100 * NANOS_PER_MS;
+        let later = t + 1_200 * NANOS_PER_MS;
         let id = match e
             .acquire_costing(h, later, budget, 11, 0, &one, true)
             .unwrap()

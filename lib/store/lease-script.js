@@ -5,7 +5,7 @@
 //
 // KEYS: the window (a hash), the processes seen (a sorted set); both share one hash tag.
 // ARGV: id, gen known ('' at first), n budgets, RING, coolMs, then per budget windowMs,
-//   limit, ask, need, own (this process's spend in its window); then m deltas as
+//   bucket (µs, as the engine sizes it: a charge is kept RING of them), limit, ask, need, own (this process's spend in its window); then m deltas as
 //   (budget, field, amount) with field -1 for "the current lease's"; then r floors as
 //   (budget, spend the upstream's headers imply); then s seeds as (budget, age in buckets,
 //   amount, recorded 1/0: counted here before, so only if this window was lost).
@@ -22,11 +22,9 @@ local a = 6
 local dims = {}
 local longest = 0
 for i = 0, n - 1 do
-  local d = { w = tonumber(ARGV[a]), limit = tonumber(ARGV[a + 1]), ask = tonumber(ARGV[a + 2]),
-    need = tonumber(ARGV[a + 3]), own = tonumber(ARGV[a + 4]) }
-  a = a + 5
-  -- A bucket in microseconds: a window holds RING - 2 of them.
-  d.b = math.max(1, math.floor(d.w * 1000 / (RING - 2)))
+  local d = { w = tonumber(ARGV[a]), b = tonumber(ARGV[a + 1]), limit = tonumber(ARGV[a + 2]),
+    ask = tonumber(ARGV[a + 3]), need = tonumber(ARGV[a + 4]), own = tonumber(ARGV[a + 5]) }
+  a = a + 6
   local e = math.floor(nowUs / d.b)
   local head = tonumber(redis.call('HGET', W, 'h' .. i) or e)
   local sum = tonumber(redis.call('HGET', W, 's' .. i) or 0)
@@ -45,7 +43,8 @@ for i = 0, n - 1 do
   d.head = head
   d.sum = sum
   -- A lease is spent by the end of its field's bucket: this one, or the next when this one
-  -- is more than half gone. The window keeps a charge a bucket longer than the upstream.
+  -- is more than half gone. The window keeps a charge a bucket, and at least 100 ms, longer
+  -- than the upstream.
   d.f = head
   if nowUs - head * d.b >= d.b / 2 then d.f = head + 1 end
   dims[i] = d

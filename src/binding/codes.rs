@@ -90,6 +90,9 @@ pub struct WireCodes {
     /// shares the window must keep charges as long.
     pub quota_buckets: f64,
     pub quota_ring: f64,
+    /// The least a quota window holds a charge past its length, ms: a short window's buckets
+    /// are lengthened to keep it.
+    pub quota_late_ms: f64,
 }
 
 /// Every outcome code of the hot path, read once by the JS layer at load.
@@ -136,5 +139,6 @@ pub fn wire_codes() -> WireCodes {
         quota_window_ms: resilix_engine::quota::DEFAULT_WINDOW_MS as f64,
         quota_buckets: resilix_engine::quota::BUCKETS as f64,
         quota_ring: resilix_engine::quota_fleet::STORE_RING as f64,
+        quota_late_ms: resilix_engine::quota::LATE_ARRIVAL_MS as f64,
     }
 }

@@ -2,7 +2,8 @@
 //! gives its sample only when its stream ends, so a call still waiting for its first byte long
 //! past the usual is counted while it waits. An upstream with 16 generation slots, driven by
 //! hand: 20 calls admitted at once (the default `initialLimit`), 16 reach their first token
-//! 200 ms later and stream for 45 s, 4 wait for a slot.
+//! 200 ms later and stream for 45 s, 4 wait for a slot. The first probe does not fall due as
+//! the first streams end, whatever its wall-clock phase (ADR 0124).
 
 use resilix_engine::{
     Acquired, Engine, KeyHandle, LimiterOptions, PolicyOptions, QueueOptions, QueueRefusal,
@@ -22,10 +23,16 @@ fn engine() -> (Engine, KeyHandle) {
 }
 
 fn engine_with(queue: Option<QueueOptions>) -> (Engine, KeyHandle) {
+    engine_at(queue, 0)
+}
+
+/// `phase_ms` shifts the wall clock the probe's phases are counted on.
+fn engine_at(queue: Option<QueueOptions>, phase_ms: u64) -> (Engine, KeyHandle) {
     let p = PolicyOptions {
         breaker: None,
         limiter: Some(LimiterOptions {
             queue,
+            clock_offset_ns: phase_ms * NANOS_PER_MS,
             ..LimiterOptions::default()
         }),
         bulkhead: None,
@@ -200,4 +207,81 @@ fn streams_longer_than_the_probe_interval_are_not_probed_at_the_next_phase() {
     let (_, t) = first_burst(&mut e, h, true);
     let admitted = admit_up_to(&mut e, h, t + 1_000, 12);
     assert_eq!(admitted.len(), 12, "the 12 free slots are filled");
+}
+
+/// Whatever the probe's phase and whatever order the first 16 streams end in, the slots they
+/// free are filled as they free. 40 consumers: 20 admitted at once, 20 wait in the queue with a
+/// deadline of three stream lengths; as each stream ends, the waiters admission allows are let
+/// in, as the JS layer does at each settle. Returns the waiters admitted until 1 s after the
+/// last of the 16 ended (the 4 queued at the upstream take 4 of the 16 slots: 12 are free).
+fn refill_after_first_burst(phase_ms: u64, order: &[usize]) -> usize {
+    let (mut e, h) = engine_at(Some(QueueOptions::default()), phase_ms);
+    let ids = admit(&mut e, h, 0, 20);
+    for _ in 0..20 {
+        assert_eq!(e.acquire(h, ms(0)).unwrap(), Acquired::Queued);
+    }
+    for &id in &ids[..16] {
+        e.mark(h, id, ms(TTFT)).unwrap();
+    }
+    let deadline = ms(3 * STREAM);
+    let mut admitted = 0;
+    let mut wake = |e: &mut Engine, at: u64| {
+        while e.wakeable(h).unwrap() > 0 {
+            let level = e.highest_waiting(h).unwrap().expect("a waiter");
+            match e.admit_queued_by(h, ms(at), level, 0, deadline).unwrap() {
+                Some(Acquired::Permit(_)) => admitted += 1,
+                other => panic!("phase {phase_ms} ms, at {at} ms: {other:?}"),
+            }
+        }
+    };
+    let mut t = TTFT + STREAM;
+    for &i in order {
+        e.settle(h, ids[i], Verdict::Success, ms(t))
+            .unwrap()
+            .unwrap();
+        wake(&mut e, t);
+        t += 10;
+    }
+    // The 4 get their slots and first tokens.
+    for &id in &ids[16..] {
+        e.mark(h, id, ms(t + TTFT)).unwrap();
+    }
+    for dt in (0..=1_000).step_by(100) {
+        wake(&mut e, t + dt);
+    }
+    admitted
+}
+
+#[test]
+fn a_first_burst_of_streams_refills_its_freed_slots_at_any_probe_phase_and_end_order() {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut orders: Vec<Vec<usize>> = vec![(0..16).collect(), (0..16).rev().collect()];
+    for _ in 0..6 {
+        let mut o: Vec<usize> = (0..16).collect();
+        for i in (1..o.len()).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            o.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        orders.push(o);
+    }
+    let mut starved = Vec::new();
+    // Phases over the whole interval a probe of 45 s streams is scaled to (10 s doubled to
+    // 1 280 s, ADR 0118): the first probe may fall due while the first streams end.
+    for phase_ms in (0..1_280_000).step_by(1_000) {
+        for o in &orders {
+            let n = refill_after_first_burst(phase_ms, o);
+            if n < 12 {
+                starved.push((phase_ms, o[..4].to_vec(), n));
+            }
+        }
+    }
+    assert!(
+        starved.is_empty(),
+        "{} of {} runs left free slots idle (phase ms, first to end, admitted): {:?}",
+        starved.len(),
+        1_280 * orders.len(),
+        &starved[..starved.len().min(8)]
+    );
 }

@@ -497,6 +497,7 @@ impl Adaptive {
         let mean = w.mean();
         self.mean.close(mean, gate.healthy, full);
         if first && self.p90.baseline.value > 0.0 {
+            self.probe.note_first_window(now, self.p90.baseline.value);
             self.cold_start();
         }
         if let Some(m) = mean {

@@ -258,6 +258,18 @@ impl Probe {
         }
     }
 
+    /// The key's first window set the baseline. Where calls hold their slot long past their
+    /// first byte (streams), the next probe comes at a phase after it. A phase that passed while
+    /// the first streams ran would start a probe as they end, holding admission low while the
+    /// calls still queued at the upstream drain, for up to a whole stream with the freed slots
+    /// idle (ADR 0124).
+    pub fn note_first_window(&mut self, now: Nanos, base_ns: f64) {
+        if self.state == State::Idle && !self.flag(SOON) && self.tail as f64 > base_ns {
+            self.last = now.wrapping_add(self.offset);
+            self.schedule();
+        }
+    }
+
     /// The baseline changed (ns): later intervals scale with it.
     #[inline]
     pub fn note_baseline(&mut self, base_ns: f64) {

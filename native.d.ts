@@ -238,6 +238,13 @@ export interface QueueRefusalInfo {
 export declare function quotaAdjust(handle: number, atMs: number, d0: number, d1: number, d2: number, d3: number): number
 
 /**
+ * A quota window's bucket in µs, as the engine sizes it: a store that shares the window keeps
+ * its charges in buckets this long. Longer than the window / 60 under 6 s, so that a charge is
+ * held at least 100 ms past its window (ADR 1103).
+ */
+export declare function quotaBucketUs(windowMs: number): number
+
+/**
  * The charged buckets of each budget's window, as flat `[budget, age in buckets, amount,
  * charged before sinceMs (1/0)]` quads: what a store that lost them or never saw them lacks.
  */
@@ -340,14 +347,8 @@ export interface WireCodes {
   /** A quota budget's window when it names none, ms. */
   quotaWindowMs: number
   /**
-   * Buckets of a quota window, and how many buckets a charge is kept for: a store that
-   * shares the window must keep charges as long.
+   * How many buckets a quota charge is kept for: a store that shares the window must keep
+   * charges as long (each bucket as long as `quotaBucketUs` says).
    */
-  quotaBuckets: number
   quotaRing: number
-  /**
-   * The least a quota window holds a charge past its length, ms: a short window's buckets
-   * are lengthened to keep it.
-   */
-  quotaLateMs: number
 }

@@ -590,6 +590,7 @@ module.exports.nowMs = nativeBinding.nowMs
 module.exports.observe = nativeBinding.observe
 module.exports.queueRefusal = nativeBinding.queueRefusal
 module.exports.quotaAdjust = nativeBinding.quotaAdjust
+module.exports.quotaBucketUs = nativeBinding.quotaBucketUs
 module.exports.quotaCharged = nativeBinding.quotaCharged
 module.exports.quotaCoolDown = nativeBinding.quotaCoolDown
 module.exports.quotaFallBack = nativeBinding.quotaFallBack

@@ -5,7 +5,7 @@
 // call may spend (engine/src/quota_fleet.rs); this file holds only the I/O and its timers.
 // An instance without a `quotaStore` never loads it.
 
-const { native, QUOTA_RING, quotaBucketUs } = require('./native')
+const { native, QUOTA_RING } = require('./native')
 const { processId } = require('./store/redis')
 
 const MODES = ['leased', 'fallback', 'refusing']
@@ -56,8 +56,10 @@ class FleetKey {
     const limits = fleet.quota.limits
     this.n = limits.length
     this.limits = limits
+    /** Each budget's bucket, µs, as the engine sizes it: the store keeps its window in these. */
+    this.bucketsUs = limits.map((b) => native.quotaBucketUs(b.windowMs))
     /** The shortest window's bucket, ms: how soon settled usage goes out. */
-    this.bucketMs = limits.reduce((m, b) => Math.min(m, quotaBucketUs(b.windowMs)), Infinity) / 1000
+    this.bucketMs = Math.min(...this.bucketsUs) / 1000
     this.gen = ''
     this.procs = 1
     this.sums = new Array(this.n).fill(0)
@@ -204,7 +206,7 @@ class FleetKey {
       // Twice what the last lease was spent at, within a quarter of an equal share (ADR 1102).
       const cap = Math.ceil(b.limit / (4 * this.procs))
       const ask = flush ? 0 : Math.max(need, queued, Math.min(cap, 2 * spent))
-      argv.push(b.windowMs, quotaBucketUs(b.windowMs), b.limit, ask, flush ? 0 : need, own)
+      argv.push(b.windowMs, this.bucketsUs[i], b.limit, ask, flush ? 0 : need, own)
     }
     const pending = probe ? [] : this.pending
     if (!probe) this.pending = []

@@ -48,17 +48,7 @@ module.exports = {
   QUOTA_OVERSIZE: codes.quotaOversize,
   /** A quota budget's window when it names none, ms (the engine's default). */
   QUOTA_WINDOW_MS: codes.quotaWindowMs,
-  QUOTA_BUCKETS: codes.quotaBuckets,
   QUOTA_RING: codes.quotaRing,
-  QUOTA_LATE_MS: codes.quotaLateMs,
-}
-/**
- * A quota window's bucket in µs, as the engine sizes it: the window / QUOTA_BUCKETS, or longer
- * for a short window, so that a charge is held at least QUOTA_LATE_MS past its window.
- */
-module.exports.quotaBucketUs = function quotaBucketUs(windowMs) {
-  const late = Math.max(Math.floor((windowMs * 1000) / codes.quotaBuckets), codes.quotaLateMs * 1000)
-  return Math.max(1, Math.floor((windowMs * 1000 + late) / (codes.quotaRing - 1)))
 }
 
 /** The level of a call that names no priority and no tenant (normal). */

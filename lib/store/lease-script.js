@@ -5,7 +5,8 @@
 //
 // KEYS: the window (a hash), the processes seen (a sorted set); both share one hash tag.
 // ARGV: id, gen known ('' at first), n budgets, RING, coolMs, then per budget windowMs,
-//   bucket (µs, as the engine sizes it: a charge is kept RING of them), limit, ask, need, own (this process's spend in its window); then m deltas as
+//   bucket (µs, as the engine sizes it: a charge is kept RING of them), limit, ask, need,
+//   own (this process's spend in its window); then m deltas as
 //   (budget, field, amount) with field -1 for "the current lease's"; then r floors as
 //   (budget, spend the upstream's headers imply); then s seeds as (budget, age in buckets,
 //   amount, recorded 1/0: counted here before, so only if this window was lost).

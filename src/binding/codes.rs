@@ -86,13 +86,9 @@ pub struct WireCodes {
     pub quota_oversize: f64,
     /// A quota budget's window when it names none, ms.
     pub quota_window_ms: f64,
-    /// Buckets of a quota window, and how many buckets a charge is kept for: a store that
-    /// shares the window must keep charges as long.
-    pub quota_buckets: f64,
+    /// How many buckets a quota charge is kept for: a store that shares the window must keep
+    /// charges as long (each bucket as long as `quotaBucketUs` says).
     pub quota_ring: f64,
-    /// The least a quota window holds a charge past its length, ms: a short window's buckets
-    /// are lengthened to keep it.
-    pub quota_late_ms: f64,
 }
 
 /// Every outcome code of the hot path, read once by the JS layer at load.
@@ -137,8 +133,6 @@ pub fn wire_codes() -> WireCodes {
         quota_wait: QUOTA_WAIT,
         quota_oversize: QUOTA_OVERSIZE,
         quota_window_ms: resilix_engine::quota::DEFAULT_WINDOW_MS as f64,
-        quota_buckets: resilix_engine::quota::BUCKETS as f64,
         quota_ring: resilix_engine::quota_fleet::STORE_RING as f64,
-        quota_late_ms: resilix_engine::quota::LATE_ARRIVAL_MS as f64,
     }
 }

@@ -6,7 +6,7 @@ use napi_derive::napi;
 
 use super::codes::STALE_HANDLE;
 use super::engines::{now, with_engine};
-use resilix_engine::quota::{Quota, MAX_DIMS};
+use resilix_engine::quota::{bucket_ns, Quota, MAX_DIMS};
 use resilix_engine::quota_fleet::FleetMode;
 use resilix_engine::Nanos;
 
@@ -40,6 +40,14 @@ fn with_quota<R>(handle: f64, f: impl FnOnce(&mut Quota, Nanos) -> R) -> Option<
             .map(|q| f(q, t))
     })
     .flatten()
+}
+
+/// A quota window's bucket in µs, as the engine sizes it: a store that shares the window keeps
+/// its charges in buckets this long. Longer than the window / 60 under 6 s, so that a charge is
+/// held at least 100 ms past its window (ADR 1103).
+#[napi(catch_unwind)]
+pub fn quota_bucket_us(window_ms: f64) -> f64 {
+    (bucket_ns(ns_of_ms(window_ms)) / 1_000) as f64
 }
 
 /// The key's quota is shared from now on: calls spend leases. A call the lease does not hold

@@ -260,7 +260,8 @@ export interface ResilixOptions {
   minSamples?: number
   /**
    * How often the no-load latency is re-measured, ms: admission steps down to a quarter of the
-   * limit (at least `minLimit`) until this client's calls drain, and the next calls are timed.
+   * limit (a third once two probes in a row read near the baseline; at least `minLimit`) until
+   * this client's calls drain, and the next calls are timed.
    * Nothing is refused for it; the extra calls wait (with `queue: false` they are refused).
    * Phased on the wall clock, so processes that share an upstream probe it together. Doubles
    * for slow upstreams (at most ~2 % of the time).

@@ -85,7 +85,7 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
                 true,
             ),
             g("oscillationPct", "<= 10 %", |x| x <= 10.0, true),
-            g("goodputPct", ">= 95 %", |x| x >= 95.0, true),
+            g("goodputPct", ">= 99 %", |x| x >= 99.0, true),
             g("p90OverNoLoad", "<= 1.5", |x| x <= 1.5, true),
         ],
         "capacity-halves" => vec![
@@ -107,7 +107,7 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
             g("reactionS", "<= 120 s", |x| x <= 120.0, true),
             g("recovered", "= 1", |x| x == 1.0, true),
         ],
-        "baseline-shift" => vec![g("goodputPct", ">= 90 %", |x| x >= 90.0, true)],
+        "baseline-shift" => vec![g("goodputPct", ">= 97 %", |x| x >= 97.0, true)],
         "idle" => vec![g("recovered", "= 1", |x| x == 1.0, true)],
         "real-small" => vec![g(
             "meanLimitOverCapacity",

@@ -12,7 +12,7 @@
 
 use super::baseline::{Track, PROBE_JUMP};
 use super::gates;
-use super::probe::{Hold, Measured, Probe, PROBE_LEVEL};
+use super::probe::{Hold, Measured, Probe};
 use super::window::Window;
 use super::{aimd, gradient2, vegas, LimitStats, Reading};
 use crate::options::LimiterOptions;
@@ -149,7 +149,7 @@ impl Adaptive {
         (self.limit + 1e-9) as u32
     }
 
-    /// The limit admission obeys now: the learnt one, or `minLimit` while a probe holds.
+    /// The limit admission obeys now: the learnt one, or the probe's level while a probe holds.
     #[inline]
     pub fn admit_limit(&self) -> u32 {
         let l = self.current();
@@ -242,7 +242,7 @@ impl Adaptive {
 
     #[inline]
     fn probe_level(&self) -> u32 {
-        ((self.limit * PROBE_LEVEL) as u32).max(self.min as u32)
+        ((self.limit * self.probe.level_share()) as u32).max(self.min as u32)
     }
 
     #[inline]

@@ -35,7 +35,7 @@ pub struct LimitStats {
     pub window_samples: u32,
     /// Probes that measured the baseline so far.
     pub probes: u32,
-    /// A probe holds admission at `minLimit` now.
+    /// A probe holds admission below the limit now.
     pub probing: bool,
 }
 

@@ -29,6 +29,12 @@ pub const PROBE_SAMPLES: usize = 32;
 /// quarter drains the upstream whenever the limit is within 4 × its capacity, and a limit
 /// further above converges in two probes. Ours, a guess; ADR 0113 has an eighth and a half.
 pub const PROBE_LEVEL: f64 = 0.25;
+/// The same once two probes in a row read near the baseline (`SETTLED`): the limit is then near
+/// what the upstream serves, a third of it drains the upstream as surely, and the probe holds
+/// fewer calls back for less time. Ours, a guess: ADR 0125 has a quarter, 0.4 and a half (a
+/// half read open-loop overload low: the timed calls that run out of deadline are counted at
+/// the usual mean).
+pub const SETTLED_PROBE_LEVEL: f64 = 1.0 / 3.0;
 /// How long draining may take, in smoothed latencies (at least `PROBE_MIN_NS`): a full client
 /// drains in about one. Ours, a guess; ADR 0113 has 1.5 and 6.
 pub const DRAIN_LATENCIES: f64 = 3.0;
@@ -161,6 +167,16 @@ impl Probe {
     /// rows in the simulator read less fair with them left out (`fleet-real` 0.80 → 0.70).
     pub fn keep_outliers(&mut self) {
         self.set_flag(KEEP_OUTLIERS, true);
+    }
+
+    /// The probe's admission limit as a fraction of the learnt limit (ADR 0125).
+    #[inline]
+    pub fn level_share(&self) -> f64 {
+        if self.flag(SETTLED) {
+            SETTLED_PROBE_LEVEL
+        } else {
+            PROBE_LEVEL
+        }
     }
 
     /// This probe came off the phase (see `OFF_PHASE`).

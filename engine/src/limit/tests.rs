@@ -518,33 +518,57 @@ fn a_key_is_sized_once_a_window_has_closed() {
 /// `shuffle`: the calls admitted at the same instant reach the upstream's FIFO in an order
 /// drawn from this seed, not in admission order (sockets connect in any order).
 fn from_above(secs: u64, shuffle: Option<u64>) -> Vec<u32> {
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
     let o = LimiterOptions {
         algorithm: Algorithm::Vegas,
         initial_limit: 100,
         ..LimiterOptions::default()
     };
-    // Created half a second after a probe phase: the next one is 9.5 s away.
+    let mut limits = Vec::new();
+    let mut next = 500 * MS;
+    closed_loop(&o, 12, 40, 64, secs, shuffle, |t, l| {
+        while next <= t {
+            limits.push(l.current());
+            next += 100 * MS;
+        }
+    });
+    limits
+}
+
+/// `callers` closed-loop callers through `l` to `servers` servers of a fixed `service_ms`, for
+/// `secs` from half a second after a probe phase (the next one is 9.5 s away). `shuffle`: the
+/// calls admitted together reach the upstream in a random order. `watch` sees the limit after
+/// every admission and every settle.
+fn closed_loop(
+    o: &LimiterOptions,
+    servers: usize,
+    service_ms: u64,
+    callers: u32,
+    secs: u64,
+    shuffle: Option<u64>,
+    mut watch: impl FnMut(u64, &Limit),
+) {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
     let start = 500 * MS;
-    let mut l = Limit::new(&o, start);
-    let mut servers = [start; 12];
+    let mut l = Limit::new(o, start);
+    let mut servers = vec![start; servers];
     let mut rng = shuffle.map(crate::rng::SplitMix64::new);
     // (end, start, inflight at admission)
     let mut flying: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
-    let (mut t, mut next, mut limits) = (start, start, Vec::new());
+    let mut t = start;
     while t < start + secs * S {
         // Every caller not in flight waits for admission.
         let mut admitted = Vec::new();
         loop {
             let n = (flying.len() + admitted.len()) as u32;
             l.on_acquire(t, n);
-            if n >= 64 || n >= l.admit_limit() {
+            if n >= callers || n >= l.admit_limit() {
                 break;
             }
             l.on_admit(t);
             admitted.push(n + 1);
         }
+        watch(t, &l);
         if let Some(rng) = rng.as_mut() {
             for i in (1..admitted.len()).rev() {
                 admitted.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
@@ -552,7 +576,7 @@ fn from_above(secs: u64, shuffle: Option<u64>) -> Vec<u32> {
         }
         for inflight in admitted {
             let free = servers.iter_mut().min().expect("servers");
-            *free = (*free).max(t) + 40 * MS;
+            *free = (*free).max(t) + service_ms * MS;
             flying.push(Reverse((*free, t, inflight)));
         }
         let Reverse((end, began, inflight)) = flying.pop().expect("a call in flight");
@@ -567,12 +591,8 @@ fn from_above(secs: u64, shuffle: Option<u64>) -> Vec<u32> {
             late: false,
         };
         l.on_sample(t, &sample, flying.len() as u32);
-        while next <= t {
-            limits.push(l.current());
-            next += 100 * MS;
-        }
+        watch(t, &l);
     }
-    limits
 }
 
 #[test]
@@ -657,4 +677,34 @@ fn a_first_window_near_its_cold_calls_waits_for_the_phase() {
         assert!(!l.stats().probing, "probing at {} ms", t / MS);
     }
     assert_eq!(l.stats().probes, 0);
+}
+
+#[test]
+fn a_settled_probe_holds_a_third_of_the_limit() {
+    // 200 callers on 50 servers of a fixed 50 ms. Until two probes in a row read the baseline,
+    // a probe holds admission at a quarter of the limit; from then on at a third, which costs
+    // less and still drains the upstream: every probe measures, and reads 50 ms (ADR 0125).
+    let mut probes: Vec<(u32, u32)> = Vec::new(); // (least admission held, limit), per probe
+    let mut was = false;
+    let mut last = None;
+    closed_loop(&opts(Algorithm::Vegas), 50, 50, 200, 60, None, |_, l| {
+        let st = l.stats();
+        if st.probing && l.admit_limit() > 0 {
+            if !was {
+                probes.push((u32::MAX, st.limit));
+            }
+            let p = probes.last_mut().expect("a probe");
+            p.0 = p.0.min(l.admit_limit());
+        }
+        was = st.probing;
+        last = Some(st);
+    });
+    let st = last.expect("stats");
+    assert!(probes.len() >= 5, "{probes:?}");
+    for (i, &(held, limit)) in probes.iter().enumerate() {
+        let share = if i < 2 { 4 } else { 3 };
+        assert_eq!(held, limit / share, "probe {i}: {probes:?}");
+    }
+    assert_eq!(st.probes as usize, probes.len(), "{probes:?} {st:?}");
+    assert!((st.baseline_ms - 50.0).abs() < 1.0, "{st:?}");
 }

@@ -498,7 +498,7 @@ impl Adaptive {
         self.mean.close(mean, gate.healthy, full);
         if first && self.p90.baseline.value > 0.0 {
             self.probe.note_first_window(now, self.p90.baseline.value);
-            self.cold_start();
+            self.cold_start(gate.peak);
         }
         if let Some(m) = mean {
             self.last_peak = gate.peak as f32;
@@ -583,19 +583,30 @@ impl Adaptive {
     /// The first baseline came from a window: when the calls that met the upstream before this
     /// client loaded it read far lower (a start far above the capacity, or streams queued for a
     /// slot), the window was loaded and they are the baseline (ADR 0116). Lower, but not that
-    /// far: the first probe comes at once (ADR 0119, 0120).
-    fn cold_start(&mut self) {
+    /// far: the first probe comes at once (ADR 0119, 0120). So it does when the cold calls were
+    /// crowded and the window's `peak` stayed below the limit: only the callers bounded it, the
+    /// limit was never tested, and cold calls slowed by their new connections on a busy machine
+    /// can read as slow as a loaded window (ADR 0126).
+    fn cold_start(&mut self, peak: f64) {
         let Some((c, crowded)) = self.probe.take_cold() else {
             return;
         };
         if self.p90.baseline.value > c.p90 * COLD_JUMP {
             self.p90.baseline.value = c.p90;
             self.mean.baseline.value = self.mean.baseline.value.min(c.mean);
-        } else if crowded && self.mean.baseline.value > c.mean * EARLY_PROBE_CROWDED
+        } else if crowded
+            && (self.mean.baseline.value > c.mean * EARLY_PROBE_CROWDED || self.untested(peak))
             || self.p90.baseline.value > c.p90 * EARLY_PROBE
         {
             self.probe.soon();
         }
+    }
+
+    /// A window's `peak` stayed below the limit, with demand for it (more than half of it):
+    /// only the callers bounded the window, not the limit.
+    #[inline]
+    fn untested(&self, peak: f64) -> bool {
+        peak < self.limit && peak * 2.0 > self.limit
     }
 
     /// The smoothed window quantile (p90 by default), ns; 0 before the first window.

@@ -603,7 +603,8 @@ impl Adaptive {
     }
 
     /// A window's `peak` stayed below the limit, with demand for it (more than half of it):
-    /// only the callers bounded the window, not the limit.
+    /// only the callers bounded the window, not the limit. Stricter than `demand` (raises): a
+    /// key at exactly half its limit is busy, not loaded (ADR 0126).
     #[inline]
     fn untested(&self, peak: f64) -> bool {
         peak < self.limit && peak * 2.0 > self.limit

@@ -8,7 +8,7 @@ const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findReject
 const { normalize } = require('./lib/options')
 const { Call, GuardedCall, QuotaCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
 const quota = require('./lib/quota')
-const { startRetrying, attemptsOf, Backoff } = require('./lib/retry')
+const { startRetrying, attemptsOf, attemptBudget, Backoff } = require('./lib/retry')
 const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
 const { SignalLinks, reasonOf } = require('./lib/signals')
@@ -205,7 +205,9 @@ class Resilix {
     try {
       ks = this._keyState(key)
       if (ks === null) return Promise.reject(this._events.rejected(REGISTRY_FULL, key))
-      p = cost === null ? this._acquire(ks, timeoutMs, prio) : this._acquireCosting(ks, timeoutMs, prio, cost)
+      // A first attempt is judged by its own deadline when sooner (ADR 0905).
+      const budget = retry === null ? timeoutMs : attemptBudget(retry, timeoutMs)
+      p = cost === null ? this._acquire(ks, budget, prio) : this._acquireCosting(ks, budget, prio, cost)
     } catch (err) {
       return Promise.reject(err)
     }

@@ -154,7 +154,7 @@ function queueDetail(ks) {
   const r = native.queueRefusal(ks.handle)
   if (r === null || r === undefined) return undefined
   if (r.cause === 'full') return `${r.maxQueued} calls already wait on this key (queue.maxQueued)`
-  if (r.cause === 'deadline') return 'the call could not leave the queue before its deadline (timeoutMs)'
+  if (r.cause === 'deadline') return 'the call could not leave the queue before its deadline (timeoutMs, or retry.attemptTimeoutMs when sooner)'
   if (r.cause === 'turn') return 'its turn came with less of its deadline (timeoutMs) left than a stream holds its slot: it would have been cut mid-stream'
   return 'the queue has stood for a while: calls arrive faster than the upstream serves them'
 }

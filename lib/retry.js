@@ -185,7 +185,8 @@ function afterBackoff(b) {
   // Every attempt pays the quota (ADR 1100).
   const cost = r.cost === null ? null : r.cost.again()
   try {
-    p = cost === null ? rx._acquire(ks, left, r.prio) : rx._acquireCosting(ks, left, r.prio, cost)
+    const budget = attemptBudget(r.policy, left)
+    p = cost === null ? rx._acquire(ks, budget, r.prio) : rx._acquireCosting(ks, budget, r.prio, cost)
   } catch (err) {
     return fail(r, err)
   }
@@ -218,6 +219,16 @@ function launch(r, p, left, cost = r.cost) {
     call._state = RUNNING
     guardAttempt(call, true)
   } else guardAttempt(call, false)
+}
+
+/**
+ * The deadline the engine is told for an attempt `leftMs` before the call's: its own
+ * attemptTimeoutMs when sooner. Its queue then refuses an attempt that could not run within
+ * it, and its timeout after a short wait is read as a call's would be (ADR 0905).
+ */
+function attemptBudget(policy, leftMs) {
+  const own = policy.attemptTimeoutMs
+  return own !== undefined && (leftMs === undefined || own < leftMs) ? own : leftMs
 }
 
 /** Ends the call with an attempt's own outcome. */
@@ -288,4 +299,4 @@ retryHooks.attemptEnded = attemptEnded
 retryHooks.refused = refused
 retryHooks.record = record
 
-module.exports = { startRetrying, attemptsOf, Backoff, decide, retryAfterError, RETRY_AFTER_REFUSED }
+module.exports = { startRetrying, attemptsOf, attemptBudget, Backoff, decide, retryAfterError, RETRY_AFTER_REFUSED }

@@ -1,16 +1,19 @@
 // Installs what `npm run pack:local` writes into an empty project, offline, the way a user's
 // `npm install resilix` lands (main package + this platform's binary package), then uses it from
 // CommonJS and ESM, and type-checks strict TypeScript against the installed typings under each
-// consumer set-up (fixtures/consumer-typings.mjs).
+// consumer set-up (fixtures/consumer-typings.mjs). The binary packed is the release build, never
+// the test build in the repository root (ADR 0402).
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { checkSetups, consumerSetups } from './fixtures/consumer-typings.mjs'
+import { exportsOf, TEST_HOOK_EXPORTS, testHooksIn } from '../scripts/release-binary.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
@@ -146,10 +149,15 @@ prometheus(r, { registry: 'default' })
 otel(r, { meter: 'resilix' })
 `
 
+const sha256 = (file) => createHash('sha256').update(readFileSync(file)).digest('hex')
+
 // The empty project with the two tarballs installed, shared by the tests below.
 let dir
+let testBuildBefore
 before(() => {
   if (skip) return
+  testBuildBefore = sha256(join(root, binaryFile))
+  // pack:local builds the release addon first (seconds once built, about 30 s from nothing on an idle machine).
   const out = execFileSync(process.execPath, [join(root, 'scripts/pack-local.mjs')], { cwd: root, encoding: 'utf8' })
   const tarballs = out.trim().split('\n')
   assert.equal(tarballs.length, 2)
@@ -164,7 +172,7 @@ before(() => {
   assert.doesNotMatch(installed, /install-scripts|install script|prepare|postinstall/i, installed)
   // resilix/undici with the user's own undici (an optional peer: borrowed from this repository).
   cpSync(join(root, 'node_modules/undici'), join(dir, 'node_modules/undici'), { recursive: true })
-}, { timeout: 120_000 })
+}, { timeout: 600_000 })
 after(() => dir && rmSync(dir, { recursive: true, force: true }))
 
 test('pack:local tarballs install offline into an empty project and work from CJS and ESM', { skip, timeout: 120_000 }, () => {
@@ -193,6 +201,17 @@ test('pack:local tarballs install offline into an empty project and work from CJ
   )
   const esm = JSON.parse(execFileSync(process.execPath, ['check.mjs'], { cwd: dir, encoding: 'utf8' }))
   assert.equal(esm.v, 1)
+})
+
+// `npm run build` compiles test hooks in (a forced panic, the heap byte count, ...) for the tests:
+// the packed binary is built as the release builds it, and the test build stays in place.
+test('pack:local packs the release addon: none of the test hooks, and the test build left as it was', { skip, timeout: 120_000 }, () => {
+  const installed = join(dir, 'node_modules', target.packageName, binaryFile)
+  assert.deepEqual(testHooksIn(installed), [], 'the installed binary exports a test hook')
+  // The list the check reads is exactly what the test build adds to the release build.
+  const published = exportsOf(installed)
+  assert.deepEqual(exportsOf(join(root, binaryFile)).filter((n) => !published.includes(n)), [...TEST_HOOK_EXPORTS])
+  assert.equal(sha256(join(root, binaryFile)), testBuildBefore, 'pack:local replaced the test build')
 })
 
 // A library's typings must not depend on the consumer's lib or on @types/node: strict,
@@ -238,4 +257,24 @@ test('resilix/prometheus and resilix/otel: no peer loaded by resilix, a missing 
   )
   const tsc = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.metrics.json'], { cwd: dir, encoding: 'utf8' })
   assert.equal(tsc.status, 0, `tsc failed:\n${tsc.stdout}${tsc.stderr}`)
+})
+
+// Without a Rust toolchain there is no release build: pack:local says so and packs nothing, rather
+// than the test build it finds in the repository root. (Last: it empties dist-pack/.)
+test('pack:local refuses, naming the build, when the release addon cannot be built', { skip, timeout: 120_000 }, () => {
+  // A PATH with node alone: no cargo.
+  const bin = mkdtempSync(join(tmpdir(), 'resilix-no-cargo-'))
+  try {
+    symlinkSync(process.execPath, join(bin, 'node'))
+    const env = { ...process.env, PATH: bin }
+    delete env.CARGO
+    const r = spawnSync(process.execPath, [join(root, 'scripts/pack-local.mjs')], { cwd: root, env, encoding: 'utf8' })
+    assert.equal(r.status, 1, r.stdout + r.stderr)
+    assert.match(r.stderr, /pack:local: building the addon as the registry gets it \(the build:release command, with a Rust toolchain\) failed/)
+    assert.match(r.stderr, /Nothing was packed/)
+    assert.equal(r.stdout, '')
+    assert.deepEqual(readdirSync(join(root, 'dist-pack')), [])
+  } finally {
+    rmSync(bin, { recursive: true, force: true })
+  }
 })

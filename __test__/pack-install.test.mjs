@@ -259,6 +259,75 @@ test('resilix/prometheus and resilix/otel: no peer loaded by resilix, a missing 
   assert.equal(tsc.status, 0, `tsc failed:\n${tsc.stdout}${tsc.stderr}`)
 })
 
+// What two helpers' typings need beyond resilix's own, as README's Install section says: they name
+// their peer's types, so they need what those need (ADR 0403). Strict, skipLibCheck false, no
+// @types/node in `types`. After the test above, which installs the metrics peers.
+const PEER_TYPINGS = {
+  'undici-only.mts': "import { interceptor } from 'resilix/undici'\nexport type Interceptor = typeof interceptor\n",
+  'undici-agent.mts': "import { Resilix } from 'resilix'\nimport { interceptor } from 'resilix/undici'\nimport { Agent } from 'undici'\nexport const a = new Agent().compose(interceptor(new Resilix(), { key: (o) => String(o.origin) }))\n",
+  'undici-alone.mts': "import { Agent } from 'undici'\nexport const a = new Agent()\n",
+  'otel.mts': "import { metrics } from '@opentelemetry/api'\nimport { Resilix } from 'resilix'\nimport { instrument } from 'resilix/otel'\ninstrument(new Resilix(), { meter: metrics.getMeter('m') }).dispose()\n",
+  'others.mts': "import { Registry } from 'prom-client'\nimport { Resilix } from 'resilix'\nimport { instrument } from 'resilix/prometheus'\nimport { redisQuotaStore } from 'resilix/redis'\ninstrument(new Resilix(), { registry: new Registry() }).dispose()\nexport const s = redisQuotaStore\n",
+}
+// typeRoots as tsc sets them for a tsconfig.json in the project (the API defaults to the working
+// directory's, this repository's, which has @types/node); `withNode` borrows this repository's.
+const peerSetup = (name, files, lib, project, withNode = false) => ({
+  name,
+  config: {
+    compilerOptions: {
+      strict: true, noEmit: true, skipLibCheck: false, target: 'es2022', lib, module: 'nodenext', moduleResolution: 'nodenext', types: [],
+      typeRoots: [join(withNode ? root : project, 'node_modules/@types')],
+    },
+    files,
+  },
+})
+/** tsc's errors of one set-up: [{ file, code, text }]. */
+const errorsOf = ({ errors }) => [...errors.matchAll(/^(.*?)\(\d+,\d+\): error (TS\d+): (.*)$/gm)].map(([, file, code, text]) => ({ file: file.replace(/\\/g, '/'), code, text }))
+
+test("the helpers' typings need what their peer's need: resilix/undici undici and @types/node, resilix/otel lib dom or @types/node, as README says", { skip, timeout: 300_000 }, () => {
+  const ts = require('typescript')
+  const install = /\n## Install\n[\s\S]*?(?=\n## )/.exec(readFileSync(join(root, 'README.md'), 'utf8'))[0]
+  assert.match(install, /`resilix\/undici` needs undici 7 or newer/)
+  assert.match(install.replace(/\s+/g, ' '), /`resilix\/undici` needs `@types\/node` installed, as undici's own typings do/)
+  assert.match(install.replace(/\s+/g, ' '), /`resilix\/otel` needs `lib` `dom` or `@types\/node`/)
+
+  for (const [name, text] of Object.entries(PEER_TYPINGS)) writeFileSync(join(dir, name), text)
+  const dom = ['es2022', 'dom']
+  const [agent, alone, withNode, otelNoDom, otelDom, others] = checkSetups(ts, dir, [
+    peerSetup('undici, no @types/node', ['undici-agent.mts'], dom, dir),
+    peerSetup('undici alone, no @types/node', ['undici-alone.mts'], dom, dir),
+    peerSetup('undici, @types/node installed', ['undici-agent.mts'], ['es2022'], dir, true),
+    peerSetup('otel, lib es2022, no @types/node', ['otel.mts'], ['es2022'], dir),
+    peerSetup('otel, lib es2022 + dom', ['otel.mts'], dom, dir),
+    peerSetup('prometheus and redis, lib es2022, no @types/node', ['others.mts'], ['es2022'], dir),
+  ]).map(errorsOf)
+
+  // Without undici: the one error is the missing module.
+  const bare = mkdtempSync(join(tmpdir(), 'resilix-no-undici-'))
+  try {
+    cpSync(join(dir, 'node_modules/resilix'), join(bare, 'node_modules/resilix'), { recursive: true })
+    writeFileSync(join(bare, 'undici-only.mts'), PEER_TYPINGS['undici-only.mts'])
+    const [missing] = checkSetups(ts, bare, [peerSetup('no undici', ['undici-only.mts'], dom, bare)]).map(errorsOf)
+    assert.deepEqual(missing.map((e) => [e.file.replace(/^.*\/node_modules\//, ''), e.code]), [['resilix/undici.d.ts', 'TS2307']])
+    assert.match(missing[0].text, /Cannot find module 'undici'/)
+  } finally {
+    rmSync(bare, { recursive: true, force: true })
+  }
+
+  // Without @types/node, every error is in undici's own files, as many as undici alone has.
+  assert.ok(agent.length > 0, 'undici compiled without @types/node: the README says it needs it')
+  assert.deepEqual(agent.filter((e) => !e.file.includes('/node_modules/undici/')), [])
+  assert.equal(agent.length, alone.length)
+  assert.deepEqual(withNode, [])
+
+  // resilix/otel: @opentelemetry/api names console, which lib es2022 alone lacks.
+  assert.ok(otelNoDom.length > 0)
+  assert.deepEqual(otelNoDom.filter((e) => !e.file.includes('/node_modules/@opentelemetry/api/')), [])
+  assert.ok(otelNoDom.some((e) => /'console'/.test(e.text)))
+  assert.deepEqual(otelDom, [])
+  assert.deepEqual(others, [])
+})
+
 // Without a Rust toolchain there is no release build: pack:local says so and packs nothing, rather
 // than the test build it finds in the repository root. (Last: it empties dist-pack/.)
 test('pack:local refuses, naming the build, when the release addon cannot be built', { skip, timeout: 120_000 }, () => {

@@ -27,6 +27,9 @@ const skip = !target
   : !existsSync(join(root, binaryFile))
     ? `${binaryFile} not built (run \`npm run build\`)`
     : false
+// The release workflow tests its release artifact, in containers without a Rust toolchain: the
+// root binary then has no hooks, and pack:local packs it as it is (--binary).
+const releaseArtifact = !skip && testHooksIn(join(root, binaryFile)).length === 0
 
 // The npm that runs `npm test` (npm_execpath), else npm on PATH.
 function npm(args, cwd, withStderr = false) {
@@ -158,7 +161,8 @@ before(() => {
   if (skip) return
   testBuildBefore = sha256(join(root, binaryFile))
   // pack:local builds the release addon first (seconds once built, about 30 s from nothing on an idle machine).
-  const out = execFileSync(process.execPath, [join(root, 'scripts/pack-local.mjs')], { cwd: root, encoding: 'utf8' })
+  const args = releaseArtifact ? ['--binary', join(root, binaryFile)] : []
+  const out = execFileSync(process.execPath, [join(root, 'scripts/pack-local.mjs'), ...args], { cwd: root, encoding: 'utf8' })
   const tarballs = out.trim().split('\n')
   assert.equal(tarballs.length, 2)
   for (const t of tarballs) assert.ok(existsSync(t), t)
@@ -210,7 +214,8 @@ test('pack:local packs the release addon: none of the test hooks, and the test b
   assert.deepEqual(testHooksIn(installed), [], 'the installed binary exports a test hook')
   // The list the check reads is exactly what the test build adds to the release build.
   const published = exportsOf(installed)
-  assert.deepEqual(exportsOf(join(root, binaryFile)).filter((n) => !published.includes(n)), [...TEST_HOOK_EXPORTS])
+  const added = exportsOf(join(root, binaryFile)).filter((n) => !published.includes(n))
+  assert.deepEqual(added, releaseArtifact ? [] : [...TEST_HOOK_EXPORTS])
   assert.equal(sha256(join(root, binaryFile)), testBuildBefore, 'pack:local replaced the test build')
 })
 
@@ -326,6 +331,16 @@ test("the helpers' typings need what their peer's need: resilix/undici undici an
   assert.ok(otelNoDom.some((e) => /'console'/.test(e.text)))
   assert.deepEqual(otelDom, [])
   assert.deepEqual(others, [])
+})
+
+// A binary handed to it is checked: the test build is refused, naming its hooks. (Empties dist-pack/.)
+test('pack:local --binary refuses the test build, naming its hooks', { skip: skip || (releaseArtifact && 'the root binary is a release build'), timeout: 120_000 }, () => {
+  const r = spawnSync(process.execPath, [join(root, 'scripts/pack-local.mjs'), '--binary', join(root, binaryFile)], { cwd: root, encoding: 'utf8' })
+  assert.equal(r.status, 1, r.stdout + r.stderr)
+  assert.match(r.stderr, new RegExp(`pack:local: .*${binaryFile.replace(/\./g, '\\.')} exports test hooks \\(${TEST_HOOK_EXPORTS.join(', ')}\\), which are never published`))
+  assert.match(r.stderr, /Nothing was packed/)
+  assert.equal(r.stdout, '')
+  assert.deepEqual(readdirSync(join(root, 'dist-pack')), [])
 })
 
 // Without a Rust toolchain there is no release build: pack:local says so and packs nothing, rather

@@ -3,6 +3,9 @@
 // registry: resilix-<version>.tgz (JS, typings, loader) and resilix-<abi>-<version>.tgz (this platform's
 // binary, from npm/<abi>/ + the addon built here by the `build:release` command, without the test hooks of
 // `npm run build`: scripts/release-binary.mjs, ADR 0402). When that build fails, nothing is packed.
+//   node scripts/pack-local.mjs [--binary FILE]
+// --binary packs a release addon built elsewhere (the release workflow's artifact, in test jobs
+// without a Rust toolchain) instead of building one; one with test hooks is refused.
 //
 // Wired the napi-rs way: the main package lists every platform package in optionalDependencies at its own
 // version, the way `napi pre-publish` writes them at publish time (release.yml). They are added to a staged
@@ -11,9 +14,9 @@
 import { spawnSync } from 'node:child_process'
 import { cpSync, mkdirSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { buildReleaseBinary } from './release-binary.mjs'
+import { assertNoTestHooks, buildReleaseBinary } from './release-binary.mjs'
 import { stagePackage } from './stage-package.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -38,6 +41,13 @@ function npm(args, cwd) {
   return r.stdout
 }
 
+const args = process.argv.slice(2)
+if (args.length && (args.length !== 2 || args[0] !== '--binary')) {
+  console.error('usage: node scripts/pack-local.mjs [--binary FILE]')
+  process.exit(2)
+}
+const given = args.length ? resolve(args[1]) : undefined
+
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 const host = detectHost()
 const target = targetFor(host)
@@ -50,9 +60,10 @@ mkdirSync(outDir, { recursive: true })
 
 // 1. This platform's binary package: the committed stub (napi create-npm-dirs) plus the addon built
 //    as the release builds it, never the test build in the repository root.
-let binary
+let binary = given
 try {
-  binary = buildReleaseBinary(join(stage, 'build'), binaryFile)
+  if (given) assertNoTestHooks(given, 'pass a binary built by `npm run build:release`, or none to have one built.')
+  else binary = buildReleaseBinary(join(stage, 'build'), binaryFile)
 } catch (e) {
   fail(e.message)
 }

@@ -2,7 +2,7 @@
 // command (what the release workflow runs), so without the test hooks `npm run build` compiles in
 // for the tests, into its own target and output directories, so the tests' build stays as it is
 // (ADR 0402).
-import { execFileSync, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
@@ -25,10 +25,14 @@ export const RELEASE_TARGET_DIR = join(root, 'target', 'pack')
 
 /** The names a built addon exports, read in a child process (the caller may have its own addon loaded). */
 export function exportsOf(file) {
-  const out = execFileSync(process.execPath, ['-e', 'console.log(JSON.stringify(Object.keys(require(process.argv[1]))))', resolve(file)], {
+  const r = spawnSync(process.execPath, ['-e', 'console.log(JSON.stringify(Object.keys(require(process.argv[1]))))', resolve(file)], {
     encoding: 'utf8',
   })
-  return JSON.parse(out).sort()
+  if (r.status !== 0) {
+    const why = (r.stderr.split('\n').find((l) => /^\w*Error/.test(l)) ?? r.stderr.trim()).slice(0, 300)
+    throw new Error(`${file} does not load as an addon of this platform: ${why}`)
+  }
+  return JSON.parse(r.stdout).sort()
 }
 
 /** The test hooks a built addon exports (none for a binary fit to publish). */
@@ -61,9 +65,12 @@ export function buildReleaseBinary(outDir, binaryFile) {
         'Nothing was packed: the addon `npm run build` makes carries test hooks and is never packed in its place',
     )
   }
-  const hooks = testHooksIn(file)
-  if (hooks.length) {
-    throw new Error(`the release build of ${binaryFile} exports test hooks (${hooks.join(', ')}): is \`test-hooks\` a default feature in Cargo.toml? Nothing is packed`)
-  }
+  assertNoTestHooks(file, 'is `test-hooks` a default feature in Cargo.toml?')
   return file
+}
+
+/** Throws, naming them, when `file` exports test hooks; `hint` says where they may come from. */
+export function assertNoTestHooks(file, hint) {
+  const hooks = testHooksIn(file)
+  if (hooks.length) throw new Error(`${file} exports test hooks (${hooks.join(', ')}), which are never published: ${hint} Nothing was packed`)
 }

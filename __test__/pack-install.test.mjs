@@ -286,8 +286,9 @@ const peerSetup = (name, files, lib, project, withNode = false) => ({
     files,
   },
 })
-/** tsc's errors of one set-up: [{ file, code, text }]. */
-const errorsOf = ({ errors }) => [...errors.matchAll(/^(.*?)\(\d+,\d+\): error (TS\d+): (.*)$/gm)].map(([, file, code, text]) => ({ file: file.replace(/\\/g, '/'), code, text }))
+/** tsc's errors of one set-up: [{ file, code, text }] (file '' for an error of no file). */
+const errorsOf = ({ errors }) =>
+  [...errors.matchAll(/^(?:(.*?)\(\d+,\d+\): )?error (TS\d+): (.*)$/gm)].map(([, file = '', code, text]) => ({ file: file.replace(/\\/g, '/'), code, text }))
 
 test("the helpers' typings need what their peer's need: resilix/undici undici and @types/node, resilix/otel lib dom or @types/node, as README says", { skip, timeout: 300_000 }, () => {
   const ts = require('typescript')

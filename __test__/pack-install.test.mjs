@@ -266,7 +266,7 @@ test('resilix/prometheus and resilix/otel: no peer loaded by resilix, a missing 
 
 // What two helpers' typings need beyond resilix's own, as README's Install section says: they name
 // their peer's types, so they need what those need (ADR 0403). Strict, skipLibCheck false, no
-// @types/node in `types`. After the test above, which installs the metrics peers.
+// @types/node in `types`. After the test above: the metrics peers are installed.
 const PEER_TYPINGS = {
   'undici-only.mts': "import { interceptor } from 'resilix/undici'\nexport type Interceptor = typeof interceptor\n",
   'undici-agent.mts': "import { Resilix } from 'resilix'\nimport { interceptor } from 'resilix/undici'\nimport { Agent } from 'undici'\nexport const a = new Agent().compose(interceptor(new Resilix(), { key: (o) => String(o.origin) }))\n",
@@ -298,6 +298,10 @@ test("the helpers' typings need what their peer's need: resilix/undici undici an
   assert.match(install.replace(/\s+/g, ' '), /`resilix\/otel` needs `lib` `dom` or `@types\/node`/)
 
   for (const [name, text] of Object.entries(PEER_TYPINGS)) writeFileSync(join(dir, name), text)
+  // The peers, as the test above installs them (when it did not run).
+  for (const p of ['prom-client', 'bintrees', 'tdigest', '@opentelemetry']) {
+    if (!existsSync(join(dir, 'node_modules', p))) cpSync(join(root, 'node_modules', p), join(dir, 'node_modules', p), { recursive: true })
+  }
   const dom = ['es2022', 'dom']
   const [agent, alone, withNode, otelNoDom, otelDom, others] = checkSetups(ts, dir, [
     peerSetup('undici, no @types/node', ['undici-agent.mts'], dom, dir),

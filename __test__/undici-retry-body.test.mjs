@@ -222,3 +222,13 @@ test('openai: with the SDK\'s retries off, a completion answered 429 then 200 an
   })
   await up.close()
 })
+
+test('replayBodyBytes: a whole number of bytes, 0 or more; anything else is refused, named', () => {
+  const rx = new Resilix()
+  for (const bad of [-1, 1.5, '1MiB', Infinity, null]) {
+    assert.throws(() => interceptor(rx, { replayBodyBytes: bad }), (e) => e instanceof TypeError && /option replayBodyBytes must be a whole number of bytes/.test(e.message))
+  }
+  interceptor(rx, { replayBodyBytes: 0 })
+  interceptor(rx, { replayBodyBytes: 8 << 20 })
+  rx.close()
+})

@@ -9,6 +9,7 @@ import { Readable } from 'node:stream'
 import { test } from 'node:test'
 import { Agent, FormData, fetch, request } from 'undici'
 import OpenAI from 'openai'
+import Anthropic from '@anthropic-ai/sdk'
 import { Resilix, isTimeoutError } from 'resilix'
 import { interceptor } from 'resilix/undici'
 
@@ -219,6 +220,40 @@ test('openai: with the SDK\'s retries off, a completion answered 429 then 200 an
     assert.equal(up.bodies[1], up.bodies[0])
     assert.equal(JSON.parse(up.bodies[1]).messages[0].content, 'hi')
     assert.equal(rx.stats(up.origin).retries, 1)
+  })
+  await up.close()
+})
+
+test("openai with the runtime's own fetch (fetchOptions.dispatcher): 429 then 200 answers 200", async () => {
+  const up = await upstream((n, req, res) => {
+    if (n === 1) return res.writeHead(429, { 'content-type': 'application/json' }).end('{"error":{"message":"rate limited"}}')
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({ id: 'c', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] }),
+    )
+  })
+  await withAgent(undefined, async (agent) => {
+    const client = new OpenAI({ apiKey: 'test', baseURL: `${up.origin}/v1`, maxRetries: 0, fetchOptions: { dispatcher: agent } })
+    const out = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })
+    assert.equal(out.choices[0].message.content, 'ok')
+    assert.equal(up.requests, 2)
+    assert.equal(up.bodies[1], up.bodies[0])
+  })
+  await up.close()
+})
+
+test("anthropic: with the SDK's retries off, a message answered 429 then 200 answers 200", async () => {
+  const up = await upstream((n, req, res) => {
+    if (n === 1) return res.writeHead(429, { 'content-type': 'application/json' }).end('{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}')
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({ id: 'msg', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 1 } }),
+    )
+  })
+  await withAgent(undefined, async (agent) => {
+    const client = new Anthropic({ apiKey: 'test', baseURL: up.origin, maxRetries: 0, fetch: (url, init) => fetch(url, { ...init, dispatcher: agent }) })
+    const out = await client.messages.create({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })
+    assert.equal(out.content[0].text, 'ok')
+    assert.equal(up.requests, 2)
+    assert.equal(up.bodies[1], up.bodies[0])
   })
   await up.close()
 })

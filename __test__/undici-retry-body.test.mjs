@@ -156,7 +156,7 @@ test('a response the policy does not retry is not counted as a body refusal', as
   await up.close()
 })
 
-test('reading a stream body keeps the deadline and the caller\'s abort; nothing is sent', async () => {
+test('reading a stream body keeps the deadline, the caller\'s abort and close(); nothing is sent', async () => {
   const up = await upstream((n, req, res) => res.end('ok'))
   await withAgent({ timeoutMs: 300 }, async (agent, rx) => {
     // Declares 10 bytes, sends 2, then nothing.
@@ -177,6 +177,19 @@ test('reading a stream body keeps the deadline and the caller\'s abort; nothing 
     assert.equal(up.requests, 0)
     assert.equal(rx.stats(up.origin), undefined, 'no permit was ever taken')
   })
+  // close() ends a read as it ends a backoff.
+  const rx = new Resilix({ retry: true })
+  const agent = new Agent().compose(interceptor(rx, { retryMethods: ['POST'] }))
+  const stalled = new Readable({ read() {} })
+  setTimeout(() => rx.close(), 50)
+  await assert.rejects(
+    request(up.url, { dispatcher: agent, method: 'POST', headers: { 'content-length': '10' }, body: stalled }),
+    (e) => e.code === 'ERR_RESILIX_CLOSED' && /reading its body/.test(e.message),
+  )
+  assert.ok(stalled.destroyed)
+  assert.equal(rx._backoffs.size, 0)
+  assert.equal(up.requests, 0)
+  await agent.close()
   await up.close()
 })
 

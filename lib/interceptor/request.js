@@ -116,6 +116,7 @@ class ResilientRequest {
     this.tenant = undefined
     this.cost = undefined // with a quota: the estimate of every attempt
     this.usage = null // with a usage reader: what the body said so far (UsageScan)
+    this.reader = null // while the body is read: what close() aborts
   }
 
   start() {
@@ -163,15 +164,16 @@ class ResilientRequest {
   readBody(policy) {
     this.state = READING
     this.wait = new AbortController()
+    // close() ends the read, as it ends a backoff.
+    this.reader = { abort: () => this.stopReading(closedError('a request reading its body')) }
+    this.s.rx._backoffs.add(this.reader)
     if (this.s.timeoutMs !== undefined) {
       this.timer = setTimeout(onTimer, Math.max(1, this.s.timeoutMs), this)
       this.timer.unref()
     }
     collect(this.opts.body, this.s.replayBodyBytes, this.wait.signal).then(
       (r) => {
-        if (this.state !== READING) return // the caller aborted, or the deadline passed
-        this.clearTimer()
-        this.wait = null
+        if (!this.readEnded()) return
         this.state = WAITING
         if (r.bytes !== undefined) this.retryWith(policy, r.bytes)
         else {
@@ -190,12 +192,31 @@ class ResilientRequest {
         this.acquire(left)
       },
       (err) => {
-        if (this.state !== READING) return
-        this.clearTimer()
+        if (!this.readEnded()) return
         this.state = DONE
         deliverError(this, err) // the body's own error: nothing was sent
       },
     )
+  }
+
+  /** The read finished by itself: false when the caller, the deadline or close() ended it first. */
+  readEnded() {
+    if (this.state !== READING) return false
+    this.clearTimer()
+    this.s.rx._backoffs.delete(this.reader)
+    this.reader = null
+    this.wait = null
+    return true
+  }
+
+  /** Ends the read with `err` (the caller's abort, the deadline, close()); the body is destroyed. */
+  stopReading(err) {
+    if (this.state !== READING) return
+    const wait = this.wait
+    this.readEnded()
+    this.state = DONE
+    wait.abort(err)
+    deliverError(this, err)
   }
 
   acquire(timeoutMs) {
@@ -351,8 +372,11 @@ class ResilientRequest {
       this.endBackoff(reason)
       return
     }
-    if (this.state === WAITING || this.state === READING) {
-      this.clearTimer()
+    if (this.state === READING) {
+      this.stopReading(reason)
+      return
+    }
+    if (this.state === WAITING) {
       this.state = DONE
       this.wait?.abort(reason) // leaves resilix's queue; its rejection is ignored (refused)
       deliverError(this, reason)
@@ -367,10 +391,7 @@ class ResilientRequest {
   /** Our deadline or body bound passed. */
   expired() {
     if (this.state === READING) {
-      this.state = DONE
-      const err = new TimeoutError(this.key, this.s.timeoutMs, false)
-      this.wait.abort(err)
-      deliverError(this, err)
+      this.stopReading(new TimeoutError(this.key, this.s.timeoutMs, false))
     } else if (this.state === SENT) {
       // An attempt's own deadline (attemptTimeoutMs) may be retried; the request's may not.
       if (!this.overall && this.retried('timeout', undefined)) return

@@ -280,3 +280,22 @@ test('replayBodyBytes: a whole number of bytes, 0 or more; anything else is refu
   interceptor(rx, { replayBodyBytes: 8 << 20 })
   rx.close()
 })
+
+test('a body whose properties throw is sent once, for undici to judge: no crash, no slot held', async () => {
+  const up = await upstream((n, req, res) => res.end('ok'))
+  await withAgent(undefined, async (agent, rx) => {
+    const hostile = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('hostile getter')
+        },
+      },
+    )
+    const err = await request(up.url, { dispatcher: agent, method: 'POST', body: hostile }).catch((e) => e)
+    assert.ok(err instanceof Error, String(err))
+    const s = rx.stats(up.origin)
+    assert.equal(s === undefined ? 0 : s.inflight, 0)
+  })
+  await up.close()
+})

@@ -4,6 +4,25 @@
 // which is what fetch hands the dispatcher for every body, is read into memory before the first
 // attempt when its content-length is known and at most the bound; anything else is sent once.
 
+const AS_IS = 0 // sent again as it is
+const READ = 1 // read into memory first
+const ONCE = 2 // sent once
+
+/**
+ * How a retry can send `body` again: AS_IS, READ (a stream whose `headers` declare at most `max`
+ * bytes) or ONCE. Total: a body whose properties throw is sent once, undici judges it.
+ */
+function replayPlan(body, headers, max) {
+  try {
+    if (replayable(body)) return AS_IS
+    if (!readable(body)) return ONCE
+    const n = declaredLength(headers)
+    return n !== undefined && n <= max ? READ : ONCE
+  } catch {
+    return ONCE
+  }
+}
+
 /** Bodies undici reads afresh at every dispatch. */
 function replayable(b) {
   if (b === undefined || b === null || typeof b === 'string') return true
@@ -11,8 +30,9 @@ function replayable(b) {
   return isBlobLike(b) || isFormDataLike(b)
 }
 
+/** undici's own test: a Blob or File, of this realm or another. */
 function isBlobLike(b) {
-  return (typeof Blob === 'function' && b instanceof Blob) || (typeof b.stream === 'function' && typeof b.arrayBuffer === 'function')
+  return (typeof Blob === 'function' && b instanceof Blob) || (typeof b.stream === 'function' && /^(Blob|File)$/.test(b[Symbol.toStringTag]))
 }
 
 function isFormDataLike(b) {
@@ -96,4 +116,4 @@ async function* rest(chunks, it) {
   }
 }
 
-module.exports = { replayable, readable, declaredLength, collect }
+module.exports = { replayPlan, AS_IS, READ, collect }

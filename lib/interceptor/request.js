@@ -16,7 +16,7 @@ const { decide, retryAfterError, RETRY_AFTER_REFUSED } = require('../retry')
 const { retryAfterOf } = require('../retry-after')
 const { closedError } = require('../lifetime')
 const { FIRST_CHUNK, USAGE_BODY_BYTES } = require('./options')
-const { replayable, readable, declaredLength, collect } = require('./body')
+const { replayPlan, AS_IS, READ, collect } = require('./body')
 const quota = require('../quota')
 
 const WAITING = 0 // for a permit
@@ -144,9 +144,9 @@ class ResilientRequest {
     if (this.state === DONE) return // aborted inside onRequestStart
     const policy = this.s.retry === null ? null : retryPolicy(this.s, this.opts, this.handler)
     if (policy !== null) {
-      const b = this.opts.body
-      if (replayable(b)) this.retryWith(policy, b)
-      else if (readable(b) && fitsReplay(declaredLength(this.opts.headers), this.s.replayBodyBytes)) {
+      const plan = replayPlan(this.opts.body, this.opts.headers, this.s.replayBodyBytes)
+      if (plan === AS_IS) this.retryWith(policy, this.opts.body)
+      else if (plan === READ) {
         this.readBody(policy)
         return
       } else this.unreplayable = policy // too large, or of unknown size: sent once (ADR 0811)
@@ -576,8 +576,6 @@ function retryPolicy(s, opts, handler) {
   if (handler.retryOpts !== null && typeof handler.retryOpts === 'object') return null
   return s.retry
 }
-
-const fitsReplay = (length, max) => length !== undefined && length <= max
 
 /** The handler of one attempt of a retried request: it forwards while its attempt is current. */
 class Attempt {

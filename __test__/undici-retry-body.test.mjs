@@ -71,8 +71,8 @@ test('fetch: a POST with a string, JSON, bytes, FormData or URLSearchParams body
   }
 })
 
-test('request(): a stream body with a content-length is sent again; FormData too', async () => {
-  const up = await upstream(once503)
+test('request(): a stream body with a content-length answered 429 then 200 is sent again; FormData too', async () => {
+  const up = await upstream((n, req, res) => (n === 1 ? res.writeHead(429).end('slow down') : res.end('ok')))
   await withAgent(undefined, async (agent) => {
     const res = await request(up.url, {
       dispatcher: agent,

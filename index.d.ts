@@ -396,6 +396,8 @@ export interface KeyStats {
   retries: number
   /** Retries its retry budget refused since the key was created (the call ended with its last attempt's outcome). */
   retryBudgetRefusals: number
+  /** Retries the undici interceptor did not make because the request's body could not be sent again (too large, or of unknown size), since the key was created. */
+  retryBodyRefusals: number
   /** The key's quota, or null without one. */
   quota: QuotaStats | null
 }

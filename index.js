@@ -93,7 +93,8 @@ class Resilix {
       throw mapNativeError(err)
     }
     if (s === null || s === undefined) return undefined
-    return keyStats(key, s, this._quota, this._fleet === null ? null : (this._keys.get(key)?.fleet ?? null))
+    const ks = this._keys.get(key)
+    return keyStats(key, s, this._quota, this._fleet === null ? null : (ks?.fleet ?? null), ks)
   }
 
   /** Keys alive in the registry now, most recently used first. */

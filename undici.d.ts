@@ -52,14 +52,22 @@ export interface InterceptorOptions {
   classify?: (outcome: ResponseOutcome) => Verdict | undefined
   /**
    * Retries of requests through this interceptor: `false` none, `true` the instance's policy (or
-   * the defaults), an object laid over it. Only methods in `retryMethods` are retried, never a
-   * request whose body is a stream (the first attempt consumed it). `timeoutMs` then bounds every
+   * the defaults), an object laid over it. Only methods in `retryMethods` are retried, and only
+   * when the body can be sent again (see `replayBodyBytes`). `timeoutMs` then bounds every
    * attempt and backoff. An undici retry interceptor composed inside this one is told not to
    * retry; composed outside, it owns retrying. Default: the instance's `retry`.
    */
   retry?: RetryOptions | boolean
   /** The methods that may be retried. Default `['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']` (idempotent in RFC 9110). */
   retryMethods?: readonly string[]
+  /**
+   * The largest stream body read into memory before the first attempt so that a retry can send
+   * it again (fetch hands every body over as a stream); its size is the request's
+   * `content-length`. A larger body, or one of unknown size, is sent once and a retry it would
+   * have had is counted in `stats(key).retryBodyRefusals`. A string, bytes, a `Blob` or
+   * `FormData` given to `request()` is sent again as it is. `0`: never read. Default 1 MiB.
+   */
+  replayBodyBytes?: number
   /**
    * Each request's class in its key's queue (see `ExecuteOptions.priority`): a class, or a
    * function of the dispatch options (`undefined`: `'normal'`). Default `'normal'`.

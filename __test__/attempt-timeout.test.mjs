@@ -40,7 +40,7 @@ test('an attempt that could not run within its attemptTimeoutMs is refused by th
       )
       assert.equal(err.name, 'RejectedError', `${name}: ${err.message}`)
       assert.equal(err.reason, 'queue', `${name}: ${err.message}`)
-      assert.match(err.message, /could not leave the queue before its deadline \(timeoutMs, or retry\.attemptTimeoutMs when sooner\)/)
+      assert.match(err.message, /could not leave the queue before its deadline \(the call's, or its retry attempt's when sooner\)/)
     }
     assert.equal(ran, 0)
   } finally {

@@ -149,13 +149,16 @@ class Emitter {
   }
 }
 
-/** Why a key's queue refused: the message's detail (ADR 0114). */
+/**
+ * Why a key's queue refused: the message's detail (ADR 0114). Never "timeout" or "timed out":
+ * SDKs read a fetch error that says so as their own timeout and drop the refusal (ADR 0812).
+ */
 function queueDetail(ks) {
   const r = native.queueRefusal(ks.handle)
   if (r === null || r === undefined) return undefined
   if (r.cause === 'full') return `${r.maxQueued} calls already wait on this key (queue.maxQueued)`
-  if (r.cause === 'deadline') return 'the call could not leave the queue before its deadline (timeoutMs, or retry.attemptTimeoutMs when sooner)'
-  if (r.cause === 'turn') return 'its turn came with less of its deadline (timeoutMs) left than a stream holds its slot: it would have been cut mid-stream'
+  if (r.cause === 'deadline') return 'the call could not leave the queue before its deadline (the call\'s, or its retry attempt\'s when sooner), at the rate calls leave it'
+  if (r.cause === 'turn') return 'its turn came with less of its deadline left than a stream holds its slot: it would have been cut mid-stream'
   return 'the queue has stood for a while: calls arrive faster than the upstream serves them'
 }
 

@@ -15,6 +15,7 @@ class KeyState {
     this.fleet = null // the lease, with a quota store (lib/fleet.js)
     this.waking = false // a wake loop runs (lib/call.js)
     this.observed = -1 // the last observed limit and breaker state (lib/events.js)
+    this.retryBodyRefusals = 0 // retries the interceptor could not make: the body could not be sent again
     this.warnedSelfWait = false
     this.warnedLeak = false
   }

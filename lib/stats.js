@@ -1,8 +1,8 @@
 'use strict'
 // stats() as the public API reports it: the binding's object in the documented shape.
 
-/** `quota`: the instance's (lib/quota.js), to name the budgets; null without one. */
-function keyStats(key, s, quota = null, fleet = null) {
+/** `quota`: the instance's (lib/quota.js), to name the budgets; null without one. `ks`: the key's KeyState. */
+function keyStats(key, s, quota = null, fleet = null, ks = undefined) {
   return {
     key,
     limit: s.limit ?? null,
@@ -23,6 +23,7 @@ function keyStats(key, s, quota = null, fleet = null) {
     tenants: s.tenants,
     retries: s.retries,
     retryBudgetRefusals: s.retryBudgetRefusals,
+    retryBodyRefusals: ks?.retryBodyRefusals ?? 0,
     quota: quota === null || s.quota == null ? null : quotaStats(quota, s.quota, fleet),
   }
 }

@@ -92,6 +92,18 @@ check('interceptor: an SSE response is marked at its first event, not at its hea
     assert.deepEqual([s.inflight, s.verdicts.success], [0, 1])
   }))
 
+check('interceptor: a fetch POST with a JSON body answered 503 is retried with the same body and answers 200', () =>
+  withUpstream(async (up, through) => {
+    const rx = new Resilix({ retry: true })
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })
+    const res = await fetch(up.url('/first/503/json'), { method: 'POST', body, headers: { 'content-type': 'application/json' }, dispatcher: through(rx, { retryMethods: ['POST'] }) })
+    assert.equal(res.status, 200)
+    assert.equal(await res.text(), body)
+    assert.equal(up.seen('/first/503/json'), 2)
+    assert.deepEqual([rx.stats(up.origin).retries, rx.stats(up.origin).retryBodyRefusals], [1, 0])
+    rx.close()
+  }))
+
 if (runtime === 'bun') {
   check("Bun: the specifier 'undici' is Bun's built-in, whose Agent has no compose (why Bun users import 'undici/index.js')", async () => {
     const builtin = await import('undici')

@@ -31,6 +31,9 @@ interceptor(withQuota, { usage: 'mistral' })
 interceptor(rx, { priority: 'urgent' })
 // @ts-expect-error: retryMethods is a list of method names
 interceptor(rx, { retryMethods: 'GET' })
+interceptor(rx, { retryMethods: ['POST'], replayBodyBytes: 4 << 20 })
+// @ts-expect-error: replayBodyBytes is a number of bytes
+interceptor(rx, { replayBodyBytes: '1MiB' })
 
 // @ts-expect-error: unknown interceptor option
 interceptor(rx, { bodyTimeout: 5 })

@@ -97,9 +97,10 @@ async function main(): Promise<void> {
   new Resilix({ quota: { tokens: '200k' } })
   const retried: number | undefined = retrying.stats('k')?.retries
   const refusedByBudget: number | undefined = retrying.stats('k')?.retryBudgetRefusals
+  const refusedForBody: number | undefined = retrying.stats('k')?.retryBodyRefusals
   const attempts: number | undefined = attemptsOf(new Error('x'))
   const hinted: number | undefined = new TimeoutError('k', 1).retryAfterMs
-  console.log(retried, refusedByBudget, attempts, hinted)
+  console.log(retried, refusedByBudget, refusedForBody, attempts, hinted)
   // @ts-expect-error 'answered' is never retried
   new Resilix({ retry: { retryOn: ['answered'] } })
   // @ts-expect-error the jitter is 'full' or 'decorrelated'

@@ -9,13 +9,19 @@ const { isUrl } = require('../keys')
 const { callRetry } = require('../retry-options')
 const { priorityOption, tenantOption } = require('../levels')
 
-const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'mark', 'retry', 'retryMethods', 'priority', 'tenant', 'cost', 'usage', 'pace'])
+const KNOWN = new Set(['key', 'timeoutMs', 'bodyTimeoutMs', 'classify', 'mark', 'retry', 'retryMethods', 'replayBodyBytes', 'priority', 'tenant', 'cost', 'usage', 'pace'])
 
 /**
  * The most body a `usage` function is shown of a response that is not an event stream: a
  * guess, far above an LLM API's JSON answer (kilobytes), small enough to hold per request.
  */
 const USAGE_BODY_BYTES = 1 << 20
+
+/**
+ * The largest stream body (fetch hands every body over as one) read into memory so that a retry
+ * can send it again; a larger one, or one of unknown size, is sent once (ADR 0811).
+ */
+const REPLAY_BODY_BYTES = 1 << 20
 
 /** The methods RFC 9110 defines as idempotent: the only ones retried unless told otherwise. */
 const IDEMPOTENT = ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']
@@ -149,12 +155,21 @@ function interceptorSettings(rx, options) {
     }
     retryMethods = m.map((x) => x.toUpperCase())
   }
+  const replayBodyBytes = options.replayBodyBytes === undefined ? REPLAY_BODY_BYTES : bytesOption('replayBodyBytes', options.replayBodyBytes)
 
   const priorityOf = perRequest(options.priority, 'priority', priorityOption)
   const tenantOf = perRequest(options.tenant, 'tenant', tenantOption)
 
   const q = quotaSettings(rx, options)
-  return { rx, keyOf, timeoutMs, bodyTimeoutMs, classify, markAt, retry, retryMethods: new Set(retryMethods), priorityOf, tenantOf, ...q }
+  return { rx, keyOf, timeoutMs, bodyTimeoutMs, classify, markAt, retry, retryMethods: new Set(retryMethods), replayBodyBytes, priorityOf, tenantOf, ...q }
+}
+
+/** A size in bytes: an integer from 0 (0: never read a stream body to send it again). */
+function bytesOption(name, v) {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+    throw new TypeError(`resilix/undici: option ${name} must be a whole number of bytes, 0 or more, got ${describe(v)}`)
+  }
+  return v
 }
 
 /**
@@ -251,4 +266,4 @@ function perRequest(v, name, check) {
   return () => v
 }
 
-module.exports = { interceptorSettings, USAGE_BODY_BYTES, BODY_TIMEOUT_MS, STREAM_TYPES, HEADERS, FIRST_CHUNK, IDEMPOTENT }
+module.exports = { interceptorSettings, USAGE_BODY_BYTES, REPLAY_BODY_BYTES, BODY_TIMEOUT_MS, STREAM_TYPES, HEADERS, FIRST_CHUNK, IDEMPOTENT }

@@ -16,6 +16,7 @@ const { decide, retryAfterError, RETRY_AFTER_REFUSED } = require('../retry')
 const { retryAfterOf } = require('../retry-after')
 const { closedError } = require('../lifetime')
 const { FIRST_CHUNK, USAGE_BODY_BYTES } = require('./options')
+const { replayPlan, AS_IS, READ, collect } = require('./body')
 const quota = require('../quota')
 
 const WAITING = 0 // for a permit
@@ -23,6 +24,7 @@ const SENT = 1 // dispatched, no final response headers yet
 const BODY = 2 // final headers arrived, body flowing
 const DONE = 3 // the caller has had its last callback
 const BACKOFF = 4 // between two attempts (retry): no permit held, nothing dispatched
+const READING = 5 // reading a stream body into memory so that a retry can send it again
 
 const now = () => performance.now()
 
@@ -103,6 +105,7 @@ class ResilientRequest {
     this.classifyError = undefined
     // Retry (ADR 0903): the policy when this request may be retried, else null.
     this.policy = null
+    this.unreplayable = null // the policy a request whose body cannot be sent again would have had
     this.attempts = 0
     this.gen = 0 // bumped when an attempt is abandoned: its callbacks are stale from then on
     this.delay = 0
@@ -113,6 +116,7 @@ class ResilientRequest {
     this.tenant = undefined
     this.cost = undefined // with a quota: the estimate of every attempt
     this.usage = null // with a usage reader: what the body said so far (UsageScan)
+    this.reader = null // while the body is read: what close() aborts
   }
 
   start() {
@@ -138,12 +142,81 @@ class ResilientRequest {
       return
     }
     if (this.state === DONE) return // aborted inside onRequestStart
-    if (this.s.retry !== null) this.policy = retryPolicy(this.s, this.opts, this.handler)
-    if (this.policy !== null) {
-      // An undici retry interceptor composed inside this one must not retry too (ADR 0903).
-      this.opts = { ...this.opts, retryOptions: { ...this.opts.retryOptions, maxRetries: 0 } }
+    const policy = this.s.retry === null ? null : retryPolicy(this.s, this.opts, this.handler)
+    if (policy !== null) {
+      const plan = replayPlan(this.opts.body, this.opts.headers, this.s.replayBodyBytes)
+      if (plan === AS_IS) this.retryWith(policy, this.opts.body)
+      else if (plan === READ) {
+        this.readBody(policy)
+        return
+      } else this.unreplayable = policy // too large, or of unknown size: sent once (ADR 0811)
     }
     this.acquire(this.s.timeoutMs)
+  }
+
+  retryWith(policy, body) {
+    this.policy = policy
+    // An undici retry interceptor composed inside this one must not retry too (ADR 0903).
+    this.opts = { ...this.opts, body, retryOptions: { ...this.opts.retryOptions, maxRetries: 0 } }
+  }
+
+  /** Reads a stream body of known, bounded size into memory before the first attempt (ADR 0811). */
+  readBody(policy) {
+    this.state = READING
+    this.wait = new AbortController()
+    // close() ends the read, as it ends a backoff.
+    this.reader = { abort: () => this.stopReading(closedError('a request reading its body')) }
+    this.s.rx._backoffs.add(this.reader)
+    if (this.s.timeoutMs !== undefined) {
+      this.timer = setTimeout(onTimer, Math.max(1, this.s.timeoutMs), this)
+      this.timer.unref()
+    }
+    collect(this.opts.body, this.s.replayBodyBytes, this.wait.signal).then(
+      (r) => {
+        if (!this.readEnded()) return
+        this.state = WAITING
+        if (r.bytes !== undefined) this.retryWith(policy, r.bytes)
+        else {
+          this.unreplayable = policy // longer than it said, or not bytes: sent once
+          this.opts = { ...this.opts, body: r.rest }
+        }
+        let left
+        if (this.s.timeoutMs !== undefined) {
+          left = this.s.timeoutMs - (now() - this.t0)
+          if (left <= 0) {
+            this.state = DONE
+            deliverError(this, new TimeoutError(this.key, this.s.timeoutMs, false))
+            return
+          }
+        }
+        this.acquire(left)
+      },
+      (err) => {
+        if (!this.readEnded()) return
+        this.state = DONE
+        deliverError(this, err) // the body's own error: nothing was sent
+      },
+    )
+  }
+
+  /** The read finished by itself: false when the caller, the deadline or close() ended it first. */
+  readEnded() {
+    if (this.state !== READING) return false
+    this.clearTimer()
+    this.s.rx._backoffs.delete(this.reader)
+    this.reader = null
+    this.wait = null
+    return true
+  }
+
+  /** Ends the read with `err` (the caller's abort, the deadline, close()); the body is destroyed. */
+  stopReading(err) {
+    if (this.state !== READING) return
+    const wait = this.wait
+    this.readEnded()
+    this.state = DONE
+    wait.abort(err)
+    deliverError(this, err)
   }
 
   acquire(timeoutMs) {
@@ -240,6 +313,7 @@ class ResilientRequest {
         return
       }
       if (this.policy !== null && this.retried(verdict, { headers })) return
+      if (this.unreplayable !== null) this.unreplayed(verdict)
       this.verdict = verdict
       this.state = BODY
       this.markPending = markAt === FIRST_CHUNK
@@ -284,6 +358,7 @@ class ResilientRequest {
       else verdict = this.errorVerdict(err)
       if (this.classifyError !== undefined) err = this.classifyError
       else if (this.policy !== null && this.state === SENT && this.retried(verdict, err)) return
+      else if (this.unreplayable !== null && this.state === SENT) this.unreplayed(verdict)
     }
     this.state = DONE
     this.settle(verdict)
@@ -295,6 +370,10 @@ class ResilientRequest {
   callerAborted(reason) {
     if (this.state === BACKOFF) {
       this.endBackoff(reason)
+      return
+    }
+    if (this.state === READING) {
+      this.stopReading(reason)
       return
     }
     if (this.state === WAITING) {
@@ -311,7 +390,9 @@ class ResilientRequest {
 
   /** Our deadline or body bound passed. */
   expired() {
-    if (this.state === SENT) {
+    if (this.state === READING) {
+      this.stopReading(new TimeoutError(this.key, this.s.timeoutMs, false))
+    } else if (this.state === SENT) {
       // An attempt's own deadline (attemptTimeoutMs) may be retried; the request's may not.
       if (!this.overall && this.retried('timeout', undefined)) return
       const ms = this.overall ? this.s.timeoutMs : this.policy.attemptTimeoutMs
@@ -408,6 +489,17 @@ class ResilientRequest {
     return true
   }
 
+  /**
+   * A request whose body could not be sent again ended with `verdict`: counted in
+   * `stats(key).retryBodyRefusals` when its policy would have retried it (ADR 0811).
+   */
+  unreplayed(verdict) {
+    const p = this.unreplayable
+    this.unreplayable = null
+    const code = V.codeOf(verdict)
+    if (code !== undefined && p.attempts > 1 && (p.retryOn & (1 << code)) !== 0) this.permit._ks.retryBodyRefusals++
+  }
+
   /** The backoff ended: the next attempt waits for its own permit within what is left. */
   nextAttempt() {
     this.backoff = null
@@ -477,12 +569,9 @@ class ResilientRequest {
   }
 }
 
-/** Whether a request may be retried: its policy, or null (ADR 0903). */
+/** Whether a request may be retried: its policy, or null (ADR 0903); its body is not looked at. */
 function retryPolicy(s, opts, handler) {
   if (!s.retryMethods.has(String(opts.method).toUpperCase())) return null
-  // A body that cannot be sent twice (a stream, an async iterable, FormData) is never retried.
-  const b = opts.body
-  if (b !== undefined && b !== null && typeof b !== 'string' && !(b instanceof Uint8Array)) return null
   // undici's retry interceptor composed outside this one owns retrying: one layer retries.
   if (handler.retryOpts !== null && typeof handler.retryOpts === 'object') return null
   return s.retry

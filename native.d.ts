@@ -114,6 +114,8 @@ export interface NativeOptions {
    * 4 output tokens.
    */
   quotaNames?: Array<number>
+  /** The longest a hint from the upstream cools a key down, ms (ADR 1104). Default 60000. */
+  quotaMaxCooldownMs?: number
   /** The per-key retry budget: default 0.2 (Envoy, failsafe-go, Finagle). */
   retryBudgetRatio?: number
   /** Default 3 retries a second (Envoy's and failsafe-go's minimum of 3, as a rate). */
@@ -252,6 +254,9 @@ export declare function quotaCharged(handle: number, sinceMs: number): Array<num
 
 /** The fleet cools down: the key waits `ms` from now (a refusal another process met). */
 export declare function quotaCoolDown(handle: number, ms: number): number
+
+/** How long the key still cools down after a 429, ms (0: it does not); for a refusal's message. */
+export declare function quotaCoolingMs(handle: number): number
 
 /** The store is lost: each budget admits up to `shares` of its window, or nothing (`refuse`). */
 export declare function quotaFallBack(handle: number, shares: Array<number>, refuse: boolean): number

@@ -114,7 +114,10 @@ export interface NativeOptions {
    * 4 output tokens.
    */
   quotaNames?: Array<number>
-  /** The longest a hint from the upstream cools a key down, ms (ADR 1104). Default 60000. */
+  /**
+   * The longest a hint from the upstream cools a key down, ms (ADR 1104); absent: the
+   * engine's DEFAULT_MAX_COOLDOWN_MS.
+   */
   quotaMaxCooldownMs?: number
   /** The per-key retry budget: default 0.2 (Envoy, failsafe-go, Finagle). */
   retryBudgetRatio?: number
@@ -351,6 +354,8 @@ export interface WireCodes {
   quotaOversize: number
   /** A quota budget's window when it names none, ms. */
   quotaWindowMs: number
+  /** The longest a hint from the upstream holds a key back when `maxCooldownMs` names none, ms. */
+  quotaMaxCooldownMs: number
   /**
    * How many buckets a quota charge is kept for: a store that shares the window must keep
    * charges as long (each bucket as long as `quotaBucketUs` says).

@@ -5,7 +5,7 @@
 // calls, their timer, and reading a response's headers. An instance without a quota never
 // comes here.
 
-const { native, clockCell, QUEUED, STALE_HANDLE, REGISTRY_FULL, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, REJECTED_BASE, REASONS } = require('./native')
+const { native, clockCell, QUEUED, STALE_HANDLE, REGISTRY_FULL, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, QUOTA_MAX_COOLDOWN_MS, REJECTED_BASE, REASONS } = require('./native')
 const { describe } = require('./options')
 const { didYouMean } = require('./suggest')
 const { delayMs } = require('./timers')
@@ -19,8 +19,6 @@ const WINDOW_MS = QUOTA_WINDOW_MS
 const HEADER_NAMES = { requests: 1, tokens: 2, inputTokens: 3, outputTokens: 4 }
 const NAME = /^[A-Za-z][A-Za-z0-9_]{0,31}$/
 
-/** The longest a hint from the upstream cools a key down, ms: the engine's default (ADR 1104). */
-const MAX_COOLDOWN_MS = 60000
 
 /**
  * The `quota` option: one budget object `{ windowMs?, pace?, maxCooldownMs?, [cost]: limit }`
@@ -86,7 +84,8 @@ function quotaOption(q) {
     /** The index of `requests`, charged 1 by a call that names no cost of it; -1 if none. */
     requests: names.indexOf('requests'),
     pace,
-    maxCooldownMs: maxCooldownMs ?? MAX_COOLDOWN_MS,
+    // The engine's default when no budget names one (ADR 1104).
+    maxCooldownMs: maxCooldownMs ?? QUOTA_MAX_COOLDOWN_MS,
     limits,
     native: flat,
     nativeNames: names.map((n) => HEADER_NAMES[n] ?? 0),

@@ -81,7 +81,8 @@ pub struct NativeOptions {
     /// Which header dimension each cost is: 0 none, 1 requests, 2 tokens, 3 input tokens,
     /// 4 output tokens.
     pub quota_names: Option<Vec<u32>>,
-    /// The longest a hint from the upstream cools a key down, ms (ADR 1104). Default 60000.
+    /// The longest a hint from the upstream cools a key down, ms (ADR 1104); absent: the
+    /// engine's DEFAULT_MAX_COOLDOWN_MS.
     pub quota_max_cooldown_ms: Option<f64>,
     /// The per-key retry budget: default 0.2 (Envoy, failsafe-go, Finagle).
     pub retry_budget_ratio: Option<f64>,

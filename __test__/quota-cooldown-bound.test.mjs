@@ -47,6 +47,7 @@ test('quota.maxCooldownMs is checked and named in its error', async () => {
   for (const bad of [0, -1, 1.5, 2147483648, '1000', Infinity]) {
     assert.throws(() => new Resilix({ quota: { requests: 1, maxCooldownMs: bad } }), /option quota\.maxCooldownMs .*from 1 to 2147483647/)
   }
+  assert.throws(() => new Resilix({ quota: { requests: 1, maxCooldownMS: 5000 } }), /option quota\.maxCooldownMS is no budget: did you mean quota\.maxCooldownMs\?/)
   // Given in several budgets, the shortest holds; it is no budget itself.
   const rx = new Resilix({ ...quiet, quota: [{ requests: 10, maxCooldownMs: 5000, pace: true }, { tokens: 10, maxCooldownMs: 2000 }] })
   await rx.execute(() => ({ status: 429, headers: { 'retry-after': '99' } }), { key: 'k' })

@@ -18,6 +18,8 @@ const WINDOW_MS = QUOTA_WINDOW_MS
 /** Header dimension codes (engine/src/quota_headers.rs) of the names the families use. */
 const HEADER_NAMES = { requests: 1, tokens: 2, inputTokens: 3, outputTokens: 4 }
 const NAME = /^[A-Za-z][A-Za-z0-9_]{0,31}$/
+/** The keys of a budget object that are options, not costs. */
+const OPTION_NAMES = ['windowMs', 'pace', 'maxCooldownMs']
 
 
 /**
@@ -58,6 +60,9 @@ function quotaOption(q) {
     let any = false
     for (const name of Object.keys(b)) {
       if (name === 'windowMs' || name === 'pace' || name === 'maxCooldownMs') continue
+      // A miscased option would silently become a budget of that name.
+      const option = OPTION_NAMES.find((o) => o.toLowerCase() === name.toLowerCase())
+      if (option !== undefined) throw new TypeError(`resilix: option quota.${name} is no budget: did you mean quota.${option}?`)
       if (!NAME.test(name)) {
         throw new TypeError(`resilix: option quota.${name}: a budget is named by an identifier of at most 32 characters (requests, tokens, inputTokens…)`)
       }

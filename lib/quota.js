@@ -21,7 +21,6 @@ const NAME = /^[A-Za-z][A-Za-z0-9_]{0,31}$/
 /** The keys of a budget object that are options, not costs. */
 const OPTION_NAMES = ['windowMs', 'pace', 'maxCooldownMs']
 
-
 /**
  * The `quota` option: one budget object `{ windowMs?, pace?, maxCooldownMs?, [cost]: limit }`
  * or an array of them (the shortest maxCooldownMs holds). Returns `{ names, requests, pace,

@@ -41,8 +41,8 @@ pub fn bucket_ns(window_ns: u64) -> u64 {
 /// shortest `retry-after` the families send; half and twice it in ADR 1101).
 pub const DEFAULT_COOLDOWN_NS: u64 = 1_000_000_000;
 /// The longest an upstream's hint (`retry-after`, a reset) holds a key back: a minute, the
-/// longest `retry-after` openai-node and Anthropic's SDK honour and the window the LLM APIs
-/// count (ADR 1104 has half and twice it). Past it, a call goes and asks the upstream again.
+/// longest `retry-after` openai-node honours and the window the LLM APIs count (ADR 1104 has
+/// half and twice it). Past it, a call goes and asks the upstream again.
 pub const DEFAULT_MAX_COOLDOWN_MS: u64 = 60_000;
 
 /// One number per cost, indexed as the key's quota names them.
@@ -102,7 +102,7 @@ impl QuotaOptions {
             ));
         }
         let ms = self.max_cooldown_ns / NANOS_PER_MS;
-        if self.max_cooldown_ns % NANOS_PER_MS != 0 || !(1..=MAX_MS).contains(&ms) {
+        if !self.max_cooldown_ns.is_multiple_of(NANOS_PER_MS) || !(1..=MAX_MS).contains(&ms) {
             return bad(format!(
                 "quota.maxCooldownMs must be an integer from 1 to {MAX_MS}, got {}",
                 self.max_cooldown_ns as f64 / NANOS_PER_MS as f64
@@ -659,11 +659,6 @@ impl Quota {
     /// How long the key still cools down at `now`.
     pub fn cooling_ns(&self, now: Nanos) -> u64 {
         self.cooldown_until.saturating_sub(now)
-    }
-
-    /// The longest one cooldown lasts.
-    pub fn max_cooldown_ns(&self) -> u64 {
-        self.max_cooldown_ns
     }
 
     /// Each dimension's `(cost, spent, limit, window)` at `now`.

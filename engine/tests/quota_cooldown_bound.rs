@@ -69,8 +69,14 @@ fn a_429_with_a_hint_years_ahead_cools_down_for_the_bound_only() {
         assert_eq!(q.cooling_ns(ms(1)), MAX_NS, "{block}");
         // Answered once the bound is over and one request's pace (600 ms) has passed.
         let at = admitted_at(&mut q, ms(2));
-        assert!(at >= ms(1) + MAX_NS, "{block}: admitted during the cooldown");
-        assert!(at <= ms(1) + MAX_NS + 600 * NANOS_PER_MS + NANOS_PER_MS, "{block}: {at}");
+        assert!(
+            at >= ms(1) + MAX_NS,
+            "{block}: admitted during the cooldown"
+        );
+        assert!(
+            at <= ms(1) + MAX_NS + 600 * NANOS_PER_MS + NANOS_PER_MS,
+            "{block}: {at}"
+        );
     }
 }
 
@@ -83,7 +89,11 @@ fn a_reading_with_a_reset_years_ahead_holds_the_key_for_the_bound_only() {
     assert_eq!(q.cooling_ns(ms(1)), 0, "a 200 begins no cooldown");
     let at = admitted_at(&mut q, ms(2));
     assert!(at > ms(2), "the reading holds the key back");
-    assert!(at <= ms(1) + MAX_NS, "held {} ms", (at - ms(1)) / NANOS_PER_MS);
+    assert!(
+        at <= ms(1) + MAX_NS,
+        "held {} ms",
+        (at - ms(1)) / NANOS_PER_MS
+    );
 }
 
 #[test]
@@ -103,12 +113,27 @@ fn the_bound_is_an_option_and_shorter_hints_are_kept() {
     o.max_cooldown_ns = 5_000 * NANOS_PER_MS;
     assert!(o.validate().is_ok());
     let mut q = Quota::new(&o, ms(0));
-    q.observe(ms(0), &read_header_block(FAR[0], WALL_MS), true, ms(0), &one());
+    q.observe(
+        ms(0),
+        &read_header_block(FAR[0], WALL_MS),
+        true,
+        ms(0),
+        &one(),
+    );
     assert_eq!(q.cooling_ns(ms(0)), 5_000 * NANOS_PER_MS);
     let mut q = Quota::new(&o, ms(0));
-    q.observe(ms(0), &read_header_block("retry-after: 2", WALL_MS), true, ms(0), &one());
+    q.observe(
+        ms(0),
+        &read_header_block("retry-after: 2", WALL_MS),
+        true,
+        ms(0),
+        &one(),
+    );
     assert_eq!(q.cooling_ns(ms(0)), 2_000 * NANOS_PER_MS);
-    assert_eq!(QuotaOptions::default().max_cooldown_ns, 60_000 * NANOS_PER_MS);
+    assert_eq!(
+        QuotaOptions::default().max_cooldown_ns,
+        60_000 * NANOS_PER_MS
+    );
 }
 
 #[test]
@@ -117,7 +142,11 @@ fn a_bound_out_of_range_is_refused_by_name() {
         let mut o = opts();
         o.max_cooldown_ns = bad;
         let err = o.validate().unwrap_err();
-        assert!(err.message.contains("quota.maxCooldownMs"), "{}", err.message);
+        assert!(
+            err.message.contains("quota.maxCooldownMs"),
+            "{}",
+            err.message
+        );
     }
     let mut o = opts();
     o.max_cooldown_ns = 2_147_483_647 * NANOS_PER_MS;

@@ -215,7 +215,11 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
         None => None,
         Some(flat) => {
             let mut q = to_quota(flat, o.quota_names.as_deref().unwrap_or(&[]))?;
-            let max_ms = int("quota.maxCooldownMs", o.quota_max_cooldown_ms, DEFAULT_MAX_COOLDOWN_MS)?;
+            let max_ms = int(
+                "quota.maxCooldownMs",
+                o.quota_max_cooldown_ms,
+                DEFAULT_MAX_COOLDOWN_MS,
+            )?;
             q.max_cooldown_ns = max_ms.saturating_mul(NANOS_PER_MS);
             Some(q)
         }

@@ -179,6 +179,12 @@ export interface QuotaBudget {
    * (the undici interceptor reads them unless told `pace: false`).
    */
   pace?: boolean
+  /**
+   * The longest a 429's `retry-after` or a reset holds the key back, ms, in this process and
+   * in a fleet's store. Integer 1…2 147 483 647. Default 60000 (the longest `retry-after`
+   * openai-node honours). Given in several budgets, the shortest holds.
+   */
+  maxCooldownMs?: number
   /** The budget per window of each cost: a whole number ≥ 1. */
   [cost: string]: number | boolean | undefined
 }

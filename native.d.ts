@@ -114,6 +114,11 @@ export interface NativeOptions {
    * 4 output tokens.
    */
   quotaNames?: Array<number>
+  /**
+   * The longest a hint from the upstream cools a key down, ms (ADR 1104); absent: the
+   * engine's DEFAULT_MAX_COOLDOWN_MS.
+   */
+  quotaMaxCooldownMs?: number
   /** The per-key retry budget: default 0.2 (Envoy, failsafe-go, Finagle). */
   retryBudgetRatio?: number
   /** Default 3 retries a second (Envoy's and failsafe-go's minimum of 3, as a rate). */
@@ -253,6 +258,9 @@ export declare function quotaCharged(handle: number, sinceMs: number): Array<num
 /** The fleet cools down: the key waits `ms` from now (a refusal another process met). */
 export declare function quotaCoolDown(handle: number, ms: number): number
 
+/** How long the key still cools down after a 429, ms (0: it does not); for a refusal's message. */
+export declare function quotaCoolingMs(handle: number): number
+
 /** The store is lost: each budget admits up to `shares` of its window, or nothing (`refuse`). */
 export declare function quotaFallBack(handle: number, shares: Array<number>, refuse: boolean): number
 
@@ -346,6 +354,8 @@ export interface WireCodes {
   quotaOversize: number
   /** A quota budget's window when it names none, ms. */
   quotaWindowMs: number
+  /** The longest a hint from the upstream holds a key back when `maxCooldownMs` names none, ms. */
+  quotaMaxCooldownMs: number
   /**
    * How many buckets a quota charge is kept for: a store that shares the window must keep
    * charges as long (each bucket as long as `quotaBucketUs` says).

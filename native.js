@@ -593,6 +593,7 @@ module.exports.quotaAdjust = nativeBinding.quotaAdjust
 module.exports.quotaBucketUs = nativeBinding.quotaBucketUs
 module.exports.quotaCharged = nativeBinding.quotaCharged
 module.exports.quotaCoolDown = nativeBinding.quotaCoolDown
+module.exports.quotaCoolingMs = nativeBinding.quotaCoolingMs
 module.exports.quotaFallBack = nativeBinding.quotaFallBack
 module.exports.quotaFleetState = nativeBinding.quotaFleetState
 module.exports.quotaLease = nativeBinding.quotaLease

@@ -65,6 +65,9 @@ function engineDefaults(text = read('engine/src/options.rs')) {
   const w = /pub const DEFAULT_WINDOW_MS: u64 = ([\d_]+);/.exec(read('engine/src/quota.rs'))
   assert.ok(w, 'engine/src/quota.rs states DEFAULT_WINDOW_MS')
   out['quota.windowMs'] = Number(w[1].replace(/_/g, ''))
+  const c = /pub const DEFAULT_MAX_COOLDOWN_MS: u64 = ([\d_]+);/.exec(read('engine/src/quota.rs'))
+  assert.ok(c, 'engine/src/quota.rs states DEFAULT_MAX_COOLDOWN_MS')
+  out['quota.maxCooldownMs'] = Number(c[1].replace(/_/g, ''))
   return { ...out, ...retryDefaults() }
 }
 

@@ -13,8 +13,7 @@
 const { native, clockCell } = require('./native')
 const nowMs = () => native.nowMs()
 
-// setTimeout's largest delay; a longer one fires after 1 ms with a TimeoutOverflowWarning.
-const MAX_DELAY = 2147483647
+const { delayMs } = require('./timers')
 
 /**
  * A deadline timer firing this many ms after its time means this process stalled (a blocked
@@ -113,7 +112,7 @@ class Deadlines {
     if (!this.stalled) clockCell[1] = at + STALL_MS
     // +1: setTimeout may fire a fraction of a millisecond early by the engine's clock. A delay
     // past setTimeout's range fires early and fire() re-arms for what is left.
-    this.timer = setTimeout(this.fire, Math.min(MAX_DELAY, Math.max(0, Math.ceil(at - now)) + 1))
+    this.timer = setTimeout(this.fire, delayMs(Math.max(0, Math.ceil(at - now)) + 1))
     if (this.held === 0) this.timer.unref()
   }
 

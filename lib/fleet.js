@@ -7,6 +7,7 @@
 
 const { native, QUOTA_RING } = require('./native')
 const { processId } = require('./store/redis')
+const { delayMs } = require('./timers')
 
 const MODES = ['leased', 'fallback', 'refusing']
 /** How often a process whose store is down tries it again: once a second. */
@@ -135,7 +136,7 @@ class FleetKey {
   cooled() {
     const st = native.quotaFleetState(this.ks.handle)
     if (st.length === 0) return
-    this.cool = Math.ceil(st[st.length - 1])
+    this.cool = Math.min(Math.ceil(st[st.length - 1]), this.fleet.quota.maxCooldownMs)
     if (this.mode === 0) this.ask(true)
   }
 
@@ -162,7 +163,7 @@ class FleetKey {
       this.timer = null
       this.timerAt = Infinity
       fn()
-    }, ms)
+    }, delayMs(ms))
     this.timer.unref?.()
   }
 
@@ -217,6 +218,8 @@ class FleetKey {
     let seeds = []
     if (down && !probe) seeds = native.quotaCharged(ks.handle, st[1 + 5 * n])
     argv.push(seeds.length / 4, ...seeds)
+    // The bound on any cooldown the store keeps, whoever wrote it (ADR 1104).
+    argv.push(this.fleet.quota.maxCooldownMs)
     const cool = probe ? 0 : this.cool
     if (!probe) this.cool = 0
     const seq = ++this.seq
@@ -243,7 +246,7 @@ class FleetKey {
         this.ask(false)
       } else this.answered(reply, sentAt, flush, performance.now() - t0)
     }
-    timer = setTimeout(() => done(new Error(`the store did not answer within ${store.timeoutMs} ms`)), store.timeoutMs)
+    timer = setTimeout(() => done(new Error(`the store did not answer within ${store.timeoutMs} ms`)), delayMs(store.timeoutMs))
     timer.unref?.()
     let p
     try {
@@ -263,7 +266,8 @@ class FleetKey {
     const wasDown = this.mode !== 0
     this.gen = String(r[0])
     this.procs = Math.max(1, Number(r[1]))
-    const coolLeft = Number(r[2])
+    // Bounded here too: a store written by an older or hostile process may hold any time (ADR 1104).
+    const coolLeft = Math.min(Number(r[2]), this.fleet.quota.maxCooldownMs)
     const life = Number(r[3])
     const wait = Number(r[4])
     const granted = []

@@ -48,6 +48,8 @@ module.exports = {
   QUOTA_OVERSIZE: codes.quotaOversize,
   /** A quota budget's window when it names none, ms (the engine's default). */
   QUOTA_WINDOW_MS: codes.quotaWindowMs,
+  /** The longest a hint from the upstream holds a key back when no budget names it, ms. */
+  QUOTA_MAX_COOLDOWN_MS: codes.quotaMaxCooldownMs,
   QUOTA_RING: codes.quotaRing,
 }
 

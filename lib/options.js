@@ -181,6 +181,7 @@ function normalize(options) {
     quota = require('./quota').quotaOption(options.quota)
     native.quota = quota.native
     native.quotaNames = quota.nativeNames
+    native.quotaMaxCooldownMs = quota.maxCooldownMs
   }
   let quotaStore = null
   if (options.quotaStore !== undefined) {

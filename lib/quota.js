@@ -5,9 +5,10 @@
 // calls, their timer, and reading a response's headers. An instance without a quota never
 // comes here.
 
-const { native, clockCell, QUEUED, STALE_HANDLE, REGISTRY_FULL, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, REJECTED_BASE, REASONS } = require('./native')
+const { native, clockCell, QUEUED, STALE_HANDLE, REGISTRY_FULL, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, QUOTA_MAX_COOLDOWN_MS, REJECTED_BASE, REASONS } = require('./native')
 const { describe } = require('./options')
 const { didYouMean } = require('./suggest')
+const { delayMs } = require('./timers')
 
 /** Distinct costs a quota may name; budgets (a cost over a window) it may hold. */
 const MAX_COSTS = 4
@@ -17,10 +18,13 @@ const WINDOW_MS = QUOTA_WINDOW_MS
 /** Header dimension codes (engine/src/quota_headers.rs) of the names the families use. */
 const HEADER_NAMES = { requests: 1, tokens: 2, inputTokens: 3, outputTokens: 4 }
 const NAME = /^[A-Za-z][A-Za-z0-9_]{0,31}$/
+/** The keys of a budget object that are options, not costs. */
+const OPTION_NAMES = ['windowMs', 'pace', 'maxCooldownMs']
 
 /**
- * The `quota` option: one budget object `{ windowMs?, pace?, [cost]: limit }` or an array of
- * them. Returns `{ names, requests, pace, native, nativeNames, limits }` for the instance.
+ * The `quota` option: one budget object `{ windowMs?, pace?, maxCooldownMs?, [cost]: limit }`
+ * or an array of them (the shortest maxCooldownMs holds). Returns `{ names, requests, pace,
+ * maxCooldownMs, native, nativeNames, limits }` for the instance.
  */
 function quotaOption(q) {
   const list = Array.isArray(q) ? q : [q]
@@ -29,6 +33,7 @@ function quotaOption(q) {
   const flat = []
   const limits = []
   let pace = false
+  let maxCooldownMs
   for (const b of list) {
     if (b === null || typeof b !== 'object' || Array.isArray(b)) {
       throw new TypeError(`resilix: option quota must be an object such as { requests: 500, tokens: 200000, windowMs: 60000 } or an array of them, got ${describe(b)}`)
@@ -44,9 +49,19 @@ function quotaOption(q) {
       if (typeof b.pace !== 'boolean') throw new TypeError(`resilix: option quota.pace must be a boolean, got ${describe(b.pace)}`)
       pace = pace || b.pace
     }
+    if (b.maxCooldownMs !== undefined) {
+      const m = b.maxCooldownMs
+      if (typeof m !== 'number' || !Number.isInteger(m) || m < 1 || m > 2147483647) {
+        throw new RangeError(`resilix: option quota.maxCooldownMs (the longest a 429's retry-after or a reset holds the key back) must be a whole number of milliseconds from 1 to 2147483647, got ${typeof m === 'number' ? m : describe(m)}`)
+      }
+      maxCooldownMs = Math.min(maxCooldownMs ?? m, m)
+    }
     let any = false
     for (const name of Object.keys(b)) {
-      if (name === 'windowMs' || name === 'pace') continue
+      if (name === 'windowMs' || name === 'pace' || name === 'maxCooldownMs') continue
+      // A miscased option would silently become a budget of that name.
+      const option = OPTION_NAMES.find((o) => o.toLowerCase() === name.toLowerCase())
+      if (option !== undefined) throw new TypeError(`resilix: option quota.${name} is no budget: did you mean quota.${option}?`)
       if (!NAME.test(name)) {
         throw new TypeError(`resilix: option quota.${name}: a budget is named by an identifier of at most 32 characters (requests, tokens, inputTokens…)`)
       }
@@ -73,6 +88,8 @@ function quotaOption(q) {
     /** The index of `requests`, charged 1 by a call that names no cost of it; -1 if none. */
     requests: names.indexOf('requests'),
     pace,
+    // The engine's default when no budget names one (ADR 1104).
+    maxCooldownMs: maxCooldownMs ?? QUOTA_MAX_COOLDOWN_MS,
     limits,
     native: flat,
     nativeNames: names.map((n) => HEADER_NAMES[n] ?? 0),
@@ -172,10 +189,16 @@ const REJECTED_QUOTA = REJECTED_BASE - REASONS.indexOf('quota')
 /** The error for an acquire refused with `p` on a key with a quota: its reason, and why. */
 function rejection(rx, p, ks, prio, cost) {
   if (p === QUOTA_OVERSIZE) return rx._events.rejected(REJECTED_QUOTA, ks.name, ks, prio, oversize(rx._quota, cost))
-  if (p === REJECTED_QUOTA) {
-    return rx._events.rejected(p, ks.name, ks, prio, 'it could not fit before its deadline (timeoutMs) at the rate the budget comes back')
-  }
+  if (p === REJECTED_QUOTA) return rx._events.rejected(p, ks.name, ks, prio, tooLate(ks))
   return rx._events.rejected(p, ks.name, ks, prio)
+}
+
+/** Why a call could not fit before its deadline: a 429's cooldown, or the rate budget comes back at. */
+function tooLate(ks) {
+  const cooling = ks.handle >= 0 ? native.quotaCoolingMs(ks.handle) : 0
+  if (!(cooling > 0)) return 'it could not fit before its deadline (timeoutMs) at the rate the budget comes back'
+  const until = new Date(Date.now() + cooling).toISOString()
+  return `the key is cooling down after a 429 until ${until} (${Math.ceil(cooling)} ms from now), and its budget comes back gradually after that: it could not fit before its deadline (timeoutMs)`
 }
 
 function oversize(q, cost) {
@@ -361,7 +384,8 @@ function arm(ks, at) {
   if (line.timer !== null) clearTimeout(line.timer)
   line.at = at
   // Ref'd: a caller waits for its answer (ADR 0603).
-  line.timer = setTimeout(pump, Math.max(0, Math.ceil(at - native.nowMs())), ks)
+  // Clamped to what setTimeout accepts: fired early, pump() asks again and re-arms (ADR 1104).
+  line.timer = setTimeout(pump, delayMs(Math.ceil(at - native.nowMs())), ks)
 }
 
 function disarm(line) {

@@ -14,6 +14,7 @@ const { Call, GuardedCall, runGuarded, wait, runFn, finish, verdictOfValue, verd
 const { retryAfterOf } = require('./retry-after')
 const diag = require('./diagnostics')
 const { closedError } = require('./lifetime')
+const { delayMs } = require('./timers')
 
 const RETRY_AFTER_REFUSED = RETRY_REFUSED_BASE - RETRY_REFUSALS.indexOf('retry-after')
 
@@ -169,7 +170,7 @@ function next(r, ok, x, verdict) {
   }
   rx._backoffs.add(b)
   // Ref'd: a caller waits for its answer (ADR 0603).
-  b._timer = setTimeout(afterBackoff, d, b)
+  b._timer = setTimeout(afterBackoff, delayMs(d), b)
 }
 
 function afterBackoff(b) {

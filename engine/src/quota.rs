@@ -40,6 +40,10 @@ pub fn bucket_ns(window_ns: u64) -> u64 {
 /// How long a key cools down after a refusal that names no wait: one second, a guess (the
 /// shortest `retry-after` the families send; half and twice it in ADR 1101).
 pub const DEFAULT_COOLDOWN_NS: u64 = 1_000_000_000;
+/// The longest an upstream's hint (`retry-after`, a reset) holds a key back: a minute, the
+/// longest `retry-after` openai-node honours and the window the LLM APIs count (ADR 1104 has
+/// half and twice it). Past it, a call goes and asks the upstream again.
+pub const DEFAULT_MAX_COOLDOWN_MS: u64 = 60_000;
 
 /// One number per cost, indexed as the key's quota names them.
 pub type Costs = [u64; COSTS];
@@ -55,12 +59,25 @@ pub struct QuotaDim {
 }
 
 /// A key's quota: up to [`MAX_DIMS`] dimensions over up to [`COSTS`] costs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QuotaOptions {
     pub dims: [QuotaDim; MAX_DIMS],
     pub len: u8,
     /// Which header family dimension each cost is (`None`: a cost no header names).
     pub names: [Option<Dimension>; COSTS],
+    /// The longest a hint from the upstream cools the key down or holds a reading (ADR 1104).
+    pub max_cooldown_ns: u64,
+}
+
+impl Default for QuotaOptions {
+    fn default() -> Self {
+        QuotaOptions {
+            dims: [QuotaDim::default(); MAX_DIMS],
+            len: 0,
+            names: [None; COSTS],
+            max_cooldown_ns: DEFAULT_MAX_COOLDOWN_MS * NANOS_PER_MS,
+        }
+    }
 }
 
 /// The largest budget per window: 2^53, what a JS number holds exactly.
@@ -82,6 +99,13 @@ impl QuotaOptions {
             return bad(format!(
                 "quota must have from 1 to {MAX_DIMS} budgets, got {}",
                 self.len
+            ));
+        }
+        let ms = self.max_cooldown_ns / NANOS_PER_MS;
+        if !self.max_cooldown_ns.is_multiple_of(NANOS_PER_MS) || !(1..=MAX_MS).contains(&ms) {
+            return bad(format!(
+                "quota.maxCooldownMs must be an integer from 1 to {MAX_MS}, got {}",
+                self.max_cooldown_ns as f64 / NANOS_PER_MS as f64
             ));
         }
         for d in self.dims() {
@@ -319,6 +343,8 @@ pub struct Quota {
     /// rate the budget comes back at after a cooldown.
     announced: [Option<u64>; COSTS],
     cooldown_until: Nanos,
+    /// The longest one cooldown, or one reading's hold, lasts (ADR 1104).
+    max_cooldown_ns: u64,
     waiting: u32,
     queued: Costs,
     cooldowns: u64,
@@ -341,6 +367,7 @@ impl Quota {
             caps: [None; COSTS],
             announced: [None; COSTS],
             cooldown_until: 0,
+            max_cooldown_ns: opts.max_cooldown_ns.max(1),
             waiting: 0,
             queued: [0; COSTS],
             cooldowns: 0,
@@ -565,9 +592,11 @@ impl Quota {
                 f.floors[w] = f.floors[w].max(floor);
             }
             let reset = reset.max(1);
+            // Paced at the rate the reading says, but held no longer than a cooldown may be: a
+            // reset years ahead would hold the key for as long (ADR 1104).
             self.caps[c] = Some(Cap {
                 from: now,
-                until: now.saturating_add(reset),
+                until: now.saturating_add(reset.min(self.max_cooldown_ns)),
                 base: remaining.saturating_sub(later),
                 rate: limit.saturating_sub(remaining) as f64 / reset as f64,
                 spent: 0,
@@ -576,15 +605,18 @@ impl Quota {
         began
     }
 
-    /// The whole key waits `wait_ns`; then its budget comes back at each dimension's mean rate
-    /// over one window (of the lower of its configured and its announced limit) rather than
-    /// all at once. `true` when this began a cooldown (one that
-    /// was running is only extended).
+    /// The whole key waits `wait_ns`, at most the quota's `max_cooldown_ns` from now; then its
+    /// budget comes back at each dimension's mean rate over one window (of the lower of its
+    /// configured and its announced limit) rather than all at once. `true` when this began a
+    /// cooldown (one that was running is only extended).
     pub fn cool_down(&mut self, now: Nanos, wait_ns: u64) -> bool {
         let began = now >= self.cooldown_until;
         if began {
             self.cooldowns += 1;
         }
+        // Whoever asks (a 429 here, or the fleet's store), no hint holds the key longer than
+        // the bound from now (ADR 1104).
+        let wait_ns = wait_ns.min(self.max_cooldown_ns);
         let until = now.saturating_add(wait_ns).max(self.cooldown_until);
         self.cooldown_until = until;
         for c in 0..COSTS {

@@ -15,6 +15,7 @@ const { describe } = require('../options')
 const { decide, retryAfterError, RETRY_AFTER_REFUSED } = require('../retry')
 const { retryAfterOf } = require('../retry-after')
 const { closedError } = require('../lifetime')
+const { delayMs } = require('../timers')
 const { FIRST_CHUNK, USAGE_BODY_BYTES } = require('./options')
 const { replayPlan, AS_IS, READ, collect } = require('./body')
 const quota = require('../quota')
@@ -252,7 +253,7 @@ class ResilientRequest {
       this.overall = false
     }
     if (ms !== undefined) {
-      this.timer = setTimeout(onTimer, Math.max(1, ms), this)
+      this.timer = setTimeout(onTimer, delayMs(ms, 1), this)
       this.timer.unref()
     }
     try {
@@ -431,7 +432,7 @@ class ResilientRequest {
     if (this.firstChunkDeadline()) at = this.t0 + this.s.timeoutMs
     if (this.s.bodyTimeoutMs !== undefined) at = Math.min(at, this.lastData + this.s.bodyTimeoutMs)
     if (at === Infinity) return
-    this.timer = setTimeout(onTimer, Math.max(1, at - now()), this)
+    this.timer = setTimeout(onTimer, delayMs(at - now(), 1), this)
     this.timer.unref()
   }
 
@@ -625,7 +626,7 @@ class RequestBackoff {
     this.timer = setTimeout(() => {
       req.s.rx._backoffs.delete(this)
       req.nextAttempt()
-    }, ms)
+    }, delayMs(ms))
     req.s.rx._backoffs.add(this)
   }
 

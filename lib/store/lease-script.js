@@ -9,7 +9,8 @@
 //   own (this process's spend in its window); then m deltas as
 //   (budget, field, amount) with field -1 for "the current lease's"; then r floors as
 //   (budget, spend the upstream's headers imply); then s seeds as (budget, age in buckets,
-//   amount, recorded 1/0: counted here before, so only if this window was lost).
+//   amount, recorded 1/0: counted here before, so only if this window was lost); then the
+//   longest a cooldown may last, ms (ADR 1104).
 // Returns: gen, processes, coolMs left, lease life in ms, ms until the window has room (0:
 //   granted), then per budget: granted, field, the window's spend after.
 
@@ -93,11 +94,21 @@ for _ = 1, s do
   if dims[i] ~= nil and (recorded == '0' or lost) then add(i, dims[i].head + 1 - age, v) end
 end
 
-if cool > 0 then
-  local c = tonumber(redis.call('HGET', W, 'cool') or 0)
-  if nowMs + cool > c then redis.call('HSET', W, 'cool', nowMs + cool) end
+-- No cooldown lasts past the bound from now, whoever wrote it: one written farther ahead (by an
+-- older or hostile process) is brought back to it (ADR 1104).
+local maxCool = tonumber(ARGV[a]) or 0
+if maxCool <= 0 then maxCool = math.huge end
+cool = math.min(cool, maxCool)
+local c = tonumber(redis.call('HGET', W, 'cool') or 0) or 0
+if c - nowMs > maxCool then
+  c = nowMs + maxCool
+  redis.call('HSET', W, 'cool', c)
 end
-local coolLeft = math.max(0, tonumber(redis.call('HGET', W, 'cool') or 0) - nowMs)
+if cool > 0 and nowMs + cool > c then
+  c = nowMs + cool
+  redis.call('HSET', W, 'cool', c)
+end
+local coolLeft = math.max(0, c - nowMs)
 
 redis.call('ZADD', P, nowMs, id)
 redis.call('ZREMRANGEBYSCORE', P, '-inf', nowMs - longest)

@@ -86,6 +86,8 @@ pub struct WireCodes {
     pub quota_oversize: f64,
     /// A quota budget's window when it names none, ms.
     pub quota_window_ms: f64,
+    /// The longest a hint from the upstream holds a key back when `maxCooldownMs` names none, ms.
+    pub quota_max_cooldown_ms: f64,
     /// How many buckets a quota charge is kept for: a store that shares the window must keep
     /// charges as long (each bucket as long as `quotaBucketUs` says).
     pub quota_ring: f64,
@@ -133,6 +135,7 @@ pub fn wire_codes() -> WireCodes {
         quota_wait: QUOTA_WAIT,
         quota_oversize: QUOTA_OVERSIZE,
         quota_window_ms: resilix_engine::quota::DEFAULT_WINDOW_MS as f64,
+        quota_max_cooldown_ms: resilix_engine::quota::DEFAULT_MAX_COOLDOWN_MS as f64,
         quota_ring: resilix_engine::quota_fleet::STORE_RING as f64,
     }
 }

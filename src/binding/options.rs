@@ -4,7 +4,9 @@
 
 use napi::{Error, Result, Status};
 use napi_derive::napi;
-use resilix_engine::quota::{QuotaDim, QuotaOptions, COSTS, MAX_DIMS, MAX_LIMIT};
+use resilix_engine::quota::{
+    QuotaDim, QuotaOptions, COSTS, DEFAULT_MAX_COOLDOWN_MS, MAX_DIMS, MAX_LIMIT,
+};
 use resilix_engine::quota_headers::Dimension;
 use resilix_engine::NANOS_PER_MS;
 
@@ -79,6 +81,9 @@ pub struct NativeOptions {
     /// Which header dimension each cost is: 0 none, 1 requests, 2 tokens, 3 input tokens,
     /// 4 output tokens.
     pub quota_names: Option<Vec<u32>>,
+    /// The longest a hint from the upstream cools a key down, ms (ADR 1104); absent: the
+    /// engine's DEFAULT_MAX_COOLDOWN_MS.
+    pub quota_max_cooldown_ms: Option<f64>,
     /// The per-key retry budget: default 0.2 (Envoy, failsafe-go, Finagle).
     pub retry_budget_ratio: Option<f64>,
     /// Default 3 retries a second (Envoy's and failsafe-go's minimum of 3, as a rate).
@@ -208,7 +213,16 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
     };
     let quota = match &o.quota {
         None => None,
-        Some(flat) => Some(to_quota(flat, o.quota_names.as_deref().unwrap_or(&[]))?),
+        Some(flat) => {
+            let mut q = to_quota(flat, o.quota_names.as_deref().unwrap_or(&[]))?;
+            let max_ms = int(
+                "quota.maxCooldownMs",
+                o.quota_max_cooldown_ms,
+                DEFAULT_MAX_COOLDOWN_MS,
+            )?;
+            q.max_cooldown_ns = max_ms.saturating_mul(NANOS_PER_MS);
+            Some(q)
+        }
     };
     let rd = RegistryOptions::default();
     let registry = RegistryOptions {

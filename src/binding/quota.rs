@@ -157,3 +157,14 @@ pub fn quota_observe(
     })
     .unwrap_or(STALE_HANDLE))
 }
+
+/// How long the key still cools down after a 429, ms (0: it does not); for a refusal's message.
+#[napi(catch_unwind)]
+pub fn quota_cooling_ms(handle: f64) -> f64 {
+    let t = now();
+    with_engine(handle, |e, k| match e.policies_mut(k) {
+        Ok(p) => p.quota_mut().map_or(0.0, |q| q.cooling_ns(t) as f64 / 1e6),
+        Err(_) => 0.0,
+    })
+    .unwrap_or(0.0)
+}

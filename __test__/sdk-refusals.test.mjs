@@ -90,6 +90,29 @@ for (const [name, sdk] of Object.entries(SDKS)) {
     }
   })
 
+  test(`${name}: a quota refusal (the budget cannot come back before its deadline) is found the same way`, async () => {
+    const api = await mockApi(5)
+    const rx = new Resilix({ quota: { requests: 1, windowMs: 60_000 } })
+    const agent = new Agent().compose(interceptor(rx, { timeoutMs: 200 }))
+    try {
+      const client = sdk.client(api.origin, (url, init) => fetch(url, { ...init, dispatcher: agent }))
+      await sdk.call(client)
+      const err = await sdk.call(client).then(
+        () => assert.fail('the second request was admitted past the budget'),
+        (e) => e,
+      )
+      assert.ok(err instanceof sdk.ConnectionError && !(err instanceof sdk.TimeoutError), `${err?.constructor?.name}: ${err?.message}`)
+      const refusal = findRejectedError(err)
+      assert.equal(refusal?.reason, 'quota')
+      assert.match(refusal.message, /could not fit before its deadline/)
+      assert.equal(api.paths.length, 1, 'the refused request never reached the upstream')
+    } finally {
+      await agent.close()
+      rx.close()
+      await api.close()
+    }
+  })
+
   test(`${name}: a limit refusal (queueing off) is found the same way`, async () => {
     const api = await mockApi(300)
     const rx = new Resilix({ algorithm: 'fixed', initialLimit: 1, queue: false })

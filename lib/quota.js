@@ -196,9 +196,9 @@ function rejection(rx, p, ks, prio, cost) {
 /** Why a call could not fit before its deadline: a 429's cooldown, or the rate budget comes back at. */
 function tooLate(ks) {
   const cooling = ks.handle >= 0 ? native.quotaCoolingMs(ks.handle) : 0
-  if (!(cooling > 0)) return 'it could not fit before its deadline (timeoutMs) at the rate the budget comes back'
+  if (!(cooling > 0)) return 'it could not fit before its deadline at the rate the budget comes back'
   const until = new Date(Date.now() + cooling).toISOString()
-  return `the key is cooling down after a 429 until ${until} (${Math.ceil(cooling)} ms from now), and its budget comes back gradually after that: it could not fit before its deadline (timeoutMs)`
+  return `the key is cooling down after a 429 until ${until} (${Math.ceil(cooling)} ms from now), and its budget comes back gradually after that: it could not fit before its deadline`
 }
 
 function oversize(q, cost) {

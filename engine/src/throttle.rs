@@ -1,5 +1,5 @@
-//! Client-side adaptive throttling (ADR 1000): while the upstream answers overloaded (429/503),
-//! refuse locally the share of calls it would refuse anyway.
+//! Client-side adaptive throttling (ADR 1000): while the upstream refuses calls (429, or 503 with
+//! `Retry-After`: ADR 1004), refuse locally the share of calls it would refuse anyway.
 //!
 //! Per key, over a sliding window, `requests` counts the calls asked about (those refused here
 //! included) and `accepts` those the upstream did not answer `Overload`. A call is refused with
@@ -108,6 +108,9 @@ pub struct Throttle {
     multiplier: f64,
     max_rejection: f64,
     window: Option<Box<Window>>,
+    /// The next call decided is a retry the throttle already let through when it was decided
+    /// (ADR 1004): it is not drawn again.
+    pass: bool,
 }
 
 impl Throttle {
@@ -118,6 +121,7 @@ impl Throttle {
             multiplier: opts.map_or(0.0, |o| o.multiplier),
             max_rejection: opts.map_or(0.0, |o| o.max_rejection),
             window: None,
+            pass: false,
         }
     }
 
@@ -147,6 +151,19 @@ impl Throttle {
     /// calls refused here keep the probability up while the upstream keeps refusing).
     #[inline(never)]
     pub fn refuse(&mut self, now: Nanos, rng: &mut SplitMix64) -> bool {
+        if std::mem::take(&mut self.pass) {
+            return false;
+        }
+        self.draw(now, rng)
+    }
+
+    /// Decide a retry before its wait (ADR 1004), as [`refuse`](Self::refuse) decides a call:
+    /// `true` refuses it, counted as a request. Never refuses while not engaged.
+    pub fn refuse_retry(&mut self, now: Nanos, rng: &mut SplitMix64) -> bool {
+        self.engaged(now) && self.draw(now, rng)
+    }
+
+    fn draw(&mut self, now: Nanos, rng: &mut SplitMix64) -> bool {
         let epoch = now / self.bucket_ns;
         let Some(w) = self.window.as_deref_mut() else {
             return false;
@@ -177,10 +194,27 @@ impl Throttle {
         }
     }
 
+    /// Lets the next call decided through without a draw: a retry decided (and drawn) before
+    /// its wait (ADR 1004). Only while engaged: a pass set now is taken by the next acquire.
+    pub fn grant_pass(&mut self, now: Nanos) {
+        self.pass = self.engaged(now);
+    }
+
+    /// Drops a pass the next acquire did not reach the throttle to take (an open breaker, a
+    /// call waiting for quota).
+    #[inline]
+    pub fn drop_pass(&mut self) {
+        self.pass = false;
+    }
+
     #[cold]
     fn overload(&mut self, now: Nanos) {
         if self.bucket_ns == 0 {
             return;
+        }
+        if !self.engaged(now) {
+            // A pass granted while engaged and never taken is stale.
+            self.pass = false;
         }
         let epoch = now / self.bucket_ns;
         let w = self

@@ -113,16 +113,15 @@ test('through the interceptor, a route answering 503 without Retry-After gets no
     return res.statusCode
   }
   try {
-    // A third of one route's calls 503, the other always 200.
-    const [flaky, healthy] = await Promise.all([pool(300, 5, () => get('/third-503')), pool(300, 5, () => get('/ok'))])
+    // A third of one route's calls 503, the other always 200, called a quarter as often.
+    const [flaky, healthy] = await Promise.all([pool(800, 8, () => get('/third-503')), pool(200, 2, () => get('/ok'))])
     // The flaky calls have stopped: the healthy route goes on.
     const after = await pool(100, 5, () => get('/ok'))
     const origin = new URL(up.url('/')).origin
-    const report = `refused by the throttle: ${throttled(flaky)} of 300 flaky, ${throttled(healthy)} of 300 healthy, ${throttled(after)} of 100 after; overloads ${rx.stats(origin).verdicts.overload}`
+    const report = `refused by the throttle: ${throttled(flaky)} of 800 flaky, ${throttled(healthy)} of 200 healthy, ${throttled(after)} of 100 after; healthy served ${served(healthy) + served(after)} of 300; overloads ${rx.stats(origin).verdicts.overload}`
     console.log(`# ${report}`)
-    assert.ok(rx.stats(origin).verdicts.overload > 70, report)
-    assert.equal(throttled(healthy) + throttled(after), 0, report)
-    assert.equal(served(healthy) + served(after), 400, report)
+    assert.ok(rx.stats(origin).verdicts.overload > 200, report)
+    assert.equal(throttled(flaky) + throttled(healthy) + throttled(after), 0, report)
   } finally {
     await agent.close()
     rx.close()

@@ -406,13 +406,20 @@ fn overloads_that_asked_no_wait_never_engage_the_throttle_but_stay_overloads() {
             }
         }
         let s = e.stats(h, ms(10_000)).unwrap();
-        (served, throttled(&e, h, ms(10_000)), s.verdicts[Verdict::Overload as usize])
+        (
+            served,
+            throttled(&e, h, ms(10_000)),
+            s.verdicts[Verdict::Overload as usize],
+        )
     };
     let (served, refused, overloads) = calls(false);
     assert_eq!((served, refused), (1_200, 0));
     assert_eq!(overloads, 800, "still counted as overloads");
     let (served, refused, _) = calls(true);
-    assert!(refused > 1_000 && served < 400, "{served} served, {refused} refused");
+    assert!(
+        refused > 1_000 && served < 400,
+        "{served} served, {refused} refused"
+    );
 }
 
 fn run_seen_ok(e: &mut Engine, h: KeyHandle, at: u64) -> bool {
@@ -457,7 +464,10 @@ fn a_retry_is_decided_by_the_throttle_before_its_wait_and_not_drawn_again_after(
     for i in 0..200u64 {
         let at = ms(1 + i);
         let before = throttled(&e, h, at);
-        match e.retry(h, &RetryPolicy::default(), &overloaded_attempt(), at).unwrap() {
+        match e
+            .retry(h, &RetryPolicy::default(), &overloaded_attempt(), at)
+            .unwrap()
+        {
             Decision::Stop(resilix_engine::Refusal::Throttle) => {
                 refused += 1;
                 // Counted as a refusal of the throttle's, before any wait.
@@ -479,7 +489,10 @@ fn a_retry_is_decided_by_the_throttle_before_its_wait_and_not_drawn_again_after(
             other => panic!("{other:?}"),
         }
     }
-    assert!(refused > 150 && waited > 0, "{refused} refused, {waited} waited");
+    assert!(
+        refused > 150 && waited > 0,
+        "{refused} refused, {waited} waited"
+    );
 }
 
 #[test]
@@ -489,7 +502,12 @@ fn a_pass_is_taken_by_the_next_acquire_only() {
     assert!(matches!(e.acquire(h, ms(1)).unwrap(), Acquired::Permit(_)));
     // The pass is spent: the next calls are drawn (nearly all refused).
     let refused = (0..50)
-        .filter(|_| matches!(e.acquire(h, ms(1)).unwrap(), Acquired::Rejected(RejectReason::Throttle)))
+        .filter(|_| {
+            matches!(
+                e.acquire(h, ms(1)).unwrap(),
+                Acquired::Rejected(RejectReason::Throttle)
+            )
+        })
         .count();
     assert!(refused > 40, "{refused}");
     // A pass granted while the throttle is not engaged is no pass at all.
@@ -506,5 +524,9 @@ fn a_pass_is_taken_by_the_next_acquire_only() {
         }
         e2.acquire(h2, ms(0)).unwrap()
     };
-    assert_eq!(format!("{first:?}"), format!("{again:?}"), "the same draw as without the pass");
+    assert_eq!(
+        format!("{first:?}"),
+        format!("{again:?}"),
+        "the same draw as without the pass"
+    );
 }

@@ -7,7 +7,9 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import http from 'node:http'
+import { Agent, request } from 'undici'
 import { Resilix, attemptsOf, findRejectedError } from '../index.js'
+import { interceptor } from '../undici.js'
 import { sleep } from './helpers.mjs'
 
 async function start429(retryAfter) {
@@ -63,6 +65,7 @@ test('a retry the throttle refuses is not waited for and never announced to onRe
     const firstRefused = ended.filter((o) => findRejectedError(o.e)?.reason === 'throttle')
     const sent = up.requests - sentBefore
     const report = `${sent} sent: ${answered.length} ended with their 429, ${retries.length} retries announced, ${firstRefused.length} refused at once`
+    console.log(`# ${report}`)
     // Refused before the wait: the call ends now with the 429 its one attempt got.
     assert.ok(answered.length > 0, report)
     for (const { r } of answered) {
@@ -103,11 +106,50 @@ test('a retry the throttle let through is sent after its wait, not refused then'
       if (r.status === 429) firstAttempts++
     }
     const sent = up.requests - sentBefore
+    console.log(`# ${sent} sent, ${firstAttempts} answered, ${retries.length} retries`)
     // Each announced retry reached the upstream: every request is a first attempt or a retry.
     assert.ok(retries.length > 0, `${retries.length} retries`)
     assert.equal(sent, firstAttempts + retries.length, `${sent} sent, ${firstAttempts} answered, ${retries.length} retries`)
   } finally {
     rx.close()
+    await up.close()
+  }
+})
+
+test('through the interceptor too: a retry the throttle refuses ends the request at once with its 429, never announced', async () => {
+  const up = await start429('30')
+  const rx = new Resilix({ retry: true, seed: 9 })
+  const origin = new URL(up.url).origin
+  const agent = new Agent().compose(interceptor(rx))
+  const retries = []
+  rx.onRetry((e) => retries.push(e))
+  try {
+    for (let i = 0; i < 30; i++) await rx.execute(get(up.url), { key: origin, retry: false }).catch(() => {})
+    const sentBefore = up.requests
+    const N = 100
+    const outcomes = new Array(N)
+    const calls = Array.from({ length: N }, (_, i) =>
+      request(up.url, { dispatcher: agent }).then(
+        async (res) => {
+          await res.body.text()
+          outcomes[i] = { status: res.statusCode }
+        },
+        (e) => (outcomes[i] = { e }),
+      ),
+    )
+    while (outcomes.filter((o) => o !== undefined).length + retries.length < N) await sleep(10)
+    const answered = outcomes.filter((o) => o?.status === 429).length
+    const sent = up.requests - sentBefore
+    const report = `${sent} sent: ${answered} ended with their 429, ${retries.length} retries announced`
+    console.log(`# ${report}`)
+    assert.ok(answered > 0, report)
+    assert.equal(answered + retries.length, sent, report)
+    // The retries announced are still waiting: close() ends them.
+    rx.close()
+    await Promise.all(calls)
+  } finally {
+    rx.close()
+    await agent.close()
     await up.close()
   }
 })

@@ -131,22 +131,42 @@ test('through the interceptor, a route answering 503 without Retry-After gets no
 
 test('a 503 that asks for a wait (Retry-After) is a refusal and engages the throttle; one that asks none never does', async () => {
   const up = await startFlaky(1)
-  const rx = new Resilix({ throttle: { multiplier: 1, maxRejection: 1 }, seed: 5 })
   try {
-    const call = (path) => () =>
-      rx.execute(async (ctx) => {
-        const r = await fetch(up.url(path), { signal: ctx.signal })
-        await r.text()
-        return r
-      }, { key: path }).then((r) => r.status)
-    const waiting = await pool(100, 1, call('/503-wait'))
-    const plain = await pool(100, 1, call('/503'))
-    const report = `refused: ${throttled(waiting)} of 100 asking a wait, ${throttled(plain)} of 100 asking none`
-    assert.ok(throttled(waiting) > 50, report)
-    assert.equal(throttled(plain), 0, report)
-    assert.equal(rx.stats('/503').verdicts.overload, 100, 'still overloads')
+    const rx = new Resilix({ throttle: { multiplier: 1, maxRejection: 1 }, seed: 5 })
+    try {
+      const call = (path) => () =>
+        rx.execute(async (ctx) => {
+          const r = await fetch(up.url(path), { signal: ctx.signal })
+          await r.text()
+          return r
+        }, { key: path }).then((r) => r.status)
+      const waiting = await pool(100, 1, call('/503-wait'))
+      const plain = await pool(100, 1, call('/503'))
+      const report = `refused: ${throttled(waiting)} of 100 asking a wait, ${throttled(plain)} of 100 asking none`
+      assert.ok(throttled(waiting) > 50, report)
+      assert.equal(throttled(plain), 0, report)
+      assert.equal(rx.stats('/503').verdicts.overload, 100, 'still overloads')
+    } finally {
+      rx.close()
+    }
+    // The same through the interceptor, which reads the status and headers of undici's response.
+    for (const [path, engages] of [['/503-wait', true], ['/503', false]]) {
+      const rx = new Resilix({ throttle: { multiplier: 1, maxRejection: 1 }, seed: 5 })
+      const agent = new Agent().compose(interceptor(rx))
+      try {
+        const outs = await pool(100, 1, async () => {
+          const res = await request(up.url(path), { dispatcher: agent })
+          await res.body.text()
+          return res.statusCode
+        })
+        const report = `${path} through the interceptor: ${throttled(outs)} of 100 refused`
+        assert.ok(engages ? throttled(outs) > 50 : throttled(outs) === 0, report)
+      } finally {
+        await agent.close()
+        rx.close()
+      }
+    }
   } finally {
-    rx.close()
     await up.close()
   }
 })

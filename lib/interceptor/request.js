@@ -97,6 +97,7 @@ class ResilientRequest {
     this.released = false
     this.verdict = 'success' // from the final response's status
     this.outcome = undefined // what the latest verdict was read from (a response's status and headers, or an error)
+    this.ks = null // the key's state, held between two attempts for the throttle's pass (ADR 1004)
     this.endVerdict = undefined // set when we or the caller abort: the verdict that abort settles with
     this.endReason = undefined
     this.timer = null

@@ -13,8 +13,8 @@
 export type Verdict = 'success' | 'failure' | 'overload' | 'answered' | 'timeout' | 'rejected'
 
 /**
- * Why one of resilix's own policies refused a call. `'throttle'`: the upstream answers most
- * calls as overloaded (429/503), and the adaptive throttle refused this one locally.
+ * Why one of resilix's own policies refused a call. `'throttle'`: the upstream refuses most
+ * calls (429, or 503 with `Retry-After`), and the adaptive throttle refused this one locally.
  * `'quota'`: the key's quota has no budget for it before its deadline, or its cost exceeds a
  * whole budget (the message says which); it is never retried.
  */
@@ -223,8 +223,8 @@ export interface BulkheadOptions {
 }
 
 /**
- * Client-side adaptive throttling: while a key's upstream answers `overload` (429/503), a call is
- * refused locally (reason `'throttle'`) with probability
+ * Client-side adaptive throttling: while a key's upstream refuses calls (429, or 503 with
+ * `Retry-After`; a 503 without one is no refusal), a call is refused locally (reason `'throttle'`) with probability
  * `max(0, (requests − multiplier × accepts) / (requests + 1))`, at most `maxRejection`, over
  * the last `windowMs` (Google SRE's client-side throttling). A key that saw no overload in the
  * window is never throttled.
@@ -546,7 +546,7 @@ export declare class Resilix {
   onReject(listener: (event: RejectEvent) => void): Subscription
   /** Subscribes to key evictions from the registry. @throws {TypeError} when `listener` is not a function. */
   onEvict(listener: (event: EvictEvent) => void): Subscription
-  /** Subscribes to retries, each before its wait. @throws {TypeError} when `listener` is not a function. */
+  /** Subscribes to retries, each before its wait; a retry the throttle refuses is refused before it, and never told here. @throws {TypeError} when `listener` is not a function. */
   onRetry(listener: (event: RetryEvent) => void): Subscription
   /** Subscribes to a shared quota's store going away (`'fallback'`, `'refusing'`) and coming back (`'leased'`). @throws {TypeError} when `listener` is not a function. */
   onStore(listener: (event: StoreEvent) => void): Subscription

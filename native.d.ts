@@ -321,6 +321,12 @@ export declare function settleStuck(handle: number, permit: number, verdict: num
 /** The stats of a live key, or null when the key is not in the registry. */
 export declare function stats(id: number, key: string): NativeStats | null
 
+/**
+ * The next acquire on `handle` is a retry its throttle let through when `retryDecide`
+ * decided it: it is not drawn again (ADR 1004). Called right before that acquire.
+ */
+export declare function throttlePass(handle: number): void
+
 /** Every outcome code of the hot path, read once by the JS layer at load. */
 export declare function wireCodes(): WireCodes
 
@@ -340,6 +346,8 @@ export interface WireCodes {
   breakerStates: Array<string | undefined | null>
   /** Verdict names by the code `settle` takes. */
   verdicts: Array<string>
+  /** `settle`'s code for an overload that is no evidence for the throttle (ADR 1004). */
+  unavailable: number
   tooManyEngines: number
   retryRefusedBase: number
   /** Why a retry was refused, by code: `retryRefusals[RETRY_REFUSED_BASE - c]`; index 0 unused. */

@@ -607,4 +607,5 @@ module.exports.resolveKey = nativeBinding.resolveKey
 module.exports.retryDecide = nativeBinding.retryDecide
 module.exports.settleStuck = nativeBinding.settleStuck
 module.exports.stats = nativeBinding.stats
+module.exports.throttlePass = nativeBinding.throttlePass
 module.exports.wireCodes = nativeBinding.wireCodes

@@ -156,13 +156,13 @@ async function runPlain(call, permit) {
     v = await runFn(call)
   } catch (err) {
     if (call._cost !== undefined && call._rx._quota.pace) quota.observe(call, err)
-    finish(call, verdictOfError(call, err))
+    finish(call, verdictOfError(call, err), err)
     // As on the guarded path (fnDone): a classify that throws rejects with its own error.
     if (call._classifyError !== undefined) throw call._classifyError
     throw err
   }
   if (call._cost !== undefined && call._rx._quota.pace) quota.observe(call, v)
-  finish(call, verdictOfValue(call, v))
+  finish(call, verdictOfValue(call, v), v)
   if (call._classifyError !== undefined) throw call._classifyError
   return v
 }
@@ -308,7 +308,7 @@ function fnDone(call, ok, x) {
     else if (ok) call._resolve(x)
     else call._reject(x)
   }
-  settle(call._rx, call._ks, call._permit, verdict)
+  settle(call._rx, call._ks, call._permit, V.settleCode(verdict, x))
   if (call._timing !== null) diag.settled(call._rx, call.key, verdict, call._timing, false)
   if (retrying) retryHooks.attemptEnded(call, ok, x, verdict)
 }
@@ -325,9 +325,10 @@ function verdictOfError(call, e) {
 
 // ---- settling and waking ----------------------------------------------------------------------
 
-function finish(call, verdict) {
+/** Settles a call that ended with `verdict` (`x`: its value or error). */
+function finish(call, verdict, x) {
   call._state = DONE
-  settle(call._rx, call._ks, call._permit, verdict)
+  settle(call._rx, call._ks, call._permit, V.settleCode(verdict, x))
 }
 
 /** Settles a permit with the engine. */

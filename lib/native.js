@@ -31,6 +31,8 @@ module.exports = {
   BREAKER_STATES: codes.breakerStates,
   /** Verdict names by the code `settle` takes. */
   VERDICTS: codes.verdicts,
+  /** `settle`'s code for an overload that asked no wait: a 503 without Retry-After (ADR 1004). */
+  UNAVAILABLE: codes.unavailable,
   TOO_MANY_ENGINES: codes.tooManyEngines,
   /** retryDecide's refusals are RETRY_REFUSED_BASE - refusal. */
   RETRY_REFUSED_BASE: codes.retryRefusedBase,

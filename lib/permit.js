@@ -67,9 +67,14 @@ class Permit {
         `resilix: release(verdict) expects one of 'success', 'failure', 'overload', 'answered', 'timeout', 'rejected', got ${describe(verdict)}`,
       )
     }
+    this._release(code, code)
+  }
+
+  /** release() with verdict `code`, settled with `wire` (V.settleCode: ADR 1004). */
+  _release(code, wire) {
     if (this._cell.released) throw new Error(`resilix: the permit for "${this.key}" was already released`)
     this._cell.released = true
-    this._rx._settle(this._ks, this._permit, code)
+    this._rx._settle(this._ks, this._permit, wire)
     if (this._cell.timing !== null) diag.settled(this._rx, this.key, code, this._cell.timing, false)
   }
 

@@ -6,7 +6,7 @@
 // reads Retry-After, keeps the one deadline, the caller's signal and close(), and answers with
 // exactly what the last attempt produced.
 
-const { native, clockCell, QUEUED, QUOTA_WAIT, RETRY_REFUSED_BASE, RETRY_REFUSALS } = require('./native')
+const { native, clockCell, QUEUED, QUOTA_WAIT, RETRY_REFUSED_BASE, RETRY_REFUSALS, REJECTED_BASE, REASONS } = require('./native')
 const { rejection } = require('./quota')
 const V = require('./verdicts')
 const { TimeoutError } = require('./errors')
@@ -17,6 +17,9 @@ const { closedError } = require('./lifetime')
 const { delayMs } = require('./timers')
 
 const RETRY_AFTER_REFUSED = RETRY_REFUSED_BASE - RETRY_REFUSALS.indexOf('retry-after')
+// The throttle refused the retry before its wait (ADR 1004): told as a 'throttle' refusal.
+const THROTTLE_REFUSED = RETRY_REFUSED_BASE - RETRY_REFUSALS.indexOf('throttle')
+const REJECTED_THROTTLE = REJECTED_BASE - REASONS.indexOf('throttle')
 
 // The attempts behind a call's final outcome, by the outcome (an object): see attemptsOf.
 const attemptCounts = new WeakMap()
@@ -74,12 +77,12 @@ async function runPlainRetrying(rx, ks, fn, policy, p) {
     v = await runFn(call)
   } catch (err) {
     const verdict = verdictOfError(call, err)
-    finish(call, verdict)
+    finish(call, verdict, err)
     if (call._classifyError !== undefined) throw call._classifyError
     return goOn(call, policy, false, err, verdict)
   }
   const verdict = verdictOfValue(call, v)
-  finish(call, verdict)
+  finish(call, verdict, v)
   if (call._classifyError !== undefined) throw call._classifyError
   if (verdict === V.SUCCESS) return v
   return goOn(call, policy, true, v, verdict)
@@ -154,6 +157,8 @@ function next(r, ok, x, verdict) {
   const left = r.timeoutMs === undefined ? -1 : Math.max(0, r.timeoutMs - (native.nowMs() - r.t0))
   const d = decide(ks, r.attempts, verdict, hint, left, r.delay, r.policy)
   if (d === RETRY_AFTER_REFUSED) return fail(r, retryAfterError(ks.name, r.timeoutMs, Math.min(hint, r.policy.maxRetryAfterMs), left, x))
+  // Refused before its wait, never announced to onRetry: the attempt before is the answer.
+  if (d === THROTTLE_REFUSED) rx._events.rejected(REJECTED_THROTTLE, ks.name, ks, r.prio)
   if (d < 0) return end(r, ok, x)
   r.lastOk = ok
   r.last = x
@@ -187,6 +192,8 @@ function afterBackoff(b) {
   const cost = r.cost === null ? null : r.cost.again()
   try {
     const budget = attemptBudget(r.policy, left)
+    // The throttle decided this retry before its wait: not drawn again (ADR 1004).
+    native.throttlePass(ks.handle)
     p = cost === null ? rx._acquire(ks, budget, r.prio) : rx._acquireCosting(ks, budget, r.prio, cost)
   } catch (err) {
     return fail(r, err)
@@ -300,4 +307,4 @@ retryHooks.attemptEnded = attemptEnded
 retryHooks.refused = refused
 retryHooks.record = record
 
-module.exports = { startRetrying, attemptsOf, attemptBudget, Backoff, decide, retryAfterError, RETRY_AFTER_REFUSED }
+module.exports = { startRetrying, attemptsOf, attemptBudget, Backoff, decide, retryAfterError, RETRY_AFTER_REFUSED, THROTTLE_REFUSED, REJECTED_THROTTLE }

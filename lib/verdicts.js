@@ -2,7 +2,8 @@
 // Verdicts: the public names, and the numeric codes `settle` takes, both as the binding
 // defines them.
 
-const NAMES = require('./native').VERDICTS
+const { VERDICTS: NAMES, UNAVAILABLE } = require('./native')
+const { retryAfterOf } = require('./retry-after')
 const SUCCESS = NAMES.indexOf('success')
 const FAILURE = NAMES.indexOf('failure')
 const OVERLOAD = NAMES.indexOf('overload')
@@ -72,10 +73,23 @@ function classifyError(e) {
   }
 }
 
+/**
+ * The code `settle` takes for verdict `v` of `x` (a value or an error): an overload that is a
+ * 503 without Retry-After is UNAVAILABLE, no refusal to the throttle (ADR 1004).
+ */
+function settleCode(v, x) {
+  if (v !== OVERLOAD) return v
+  try {
+    return statusOf(x) === 503 && retryAfterOf(x) === undefined ? UNAVAILABLE : v
+  } catch {
+    return v
+  }
+}
+
 /** The code of a public verdict name, or undefined. */
 const codeOf = (name) => (typeof name === 'string' && Object.hasOwn(CODES, name) ? CODES[name] : undefined)
 
 module.exports = {
   SUCCESS, FAILURE, OVERLOAD, ANSWERED, TIMEOUT, REJECTED, CANCELLED,
-  NAMES, statusOf, classifyValue, classifyError, codeOf,
+  NAMES, statusOf, classifyValue, classifyError, codeOf, settleCode,
 }

@@ -69,8 +69,40 @@ impl Engine {
         };
         let u = self.rng.next_f64();
         let budget = self.budget;
-        let b = self.budget_of(key, now, view.settled);
-        Ok(retry::decide(policy, b, &budget, s, view, now, u))
+        let b = Self::budget_in(&mut self.retries, key, now, view.settled);
+        let (registry, rng) = (&mut self.registry, &mut self.rng);
+        let throttle = || {
+            registry
+                .get_mut(key)
+                .is_ok_and(|ps| ps.throttle_refuses_retry(now, rng))
+        };
+        Ok(retry::decide_with(
+            policy, b, &budget, s, view, now, u, throttle,
+        ))
+    }
+
+    /// The next acquire on `key` is a retry its throttle let through when it was decided: it
+    /// is not drawn again (ADR 1004). Call it right before that acquire.
+    pub fn grant_throttle_pass(&mut self, key: KeyHandle, now: Nanos) -> Result<(), StaleHandle> {
+        self.registry.get_mut(key)?.grant_throttle_pass(now);
+        Ok(())
+    }
+
+    /// As [`settle`](Self::settle), the throttle reading the call as `throttle_sees`
+    /// (see `PolicySet::settle_seen`, ADR 1004).
+    #[inline]
+    pub fn settle_seen(
+        &mut self,
+        key: KeyHandle,
+        permit: u64,
+        verdict: Verdict,
+        throttle_sees: Verdict,
+        now: Nanos,
+    ) -> Result<Result<u32, StalePermit>, StaleHandle> {
+        Ok(self
+            .registry
+            .get_mut(key)?
+            .settle_seen(permit, verdict, throttle_sees, now))
     }
 
     /// `key`'s retries granted and refused by its budget, `(0, 0)` for a key that never retried.
@@ -90,12 +122,17 @@ impl Engine {
     }
 
     /// The budget of a live `key`, created on first use; a slot's earlier key's is replaced.
-    fn budget_of(&mut self, key: KeyHandle, now: Nanos, settled: u64) -> &mut RetryBudget {
+    fn budget_in(
+        retries: &mut Vec<Option<Box<(KeyHandle, RetryBudget)>>>,
+        key: KeyHandle,
+        now: Nanos,
+        settled: u64,
+    ) -> &mut RetryBudget {
         let slot = Registry::slot_of(key);
-        if self.retries.len() <= slot {
-            self.retries.resize_with(slot + 1, || None);
+        if retries.len() <= slot {
+            retries.resize_with(slot + 1, || None);
         }
-        let e = &mut self.retries[slot];
+        let e = &mut retries[slot];
         if e.as_ref().is_none_or(|b| b.0 != key) {
             *e = Some(Box::new((key, RetryBudget::new(now, settled))));
         }

@@ -205,6 +205,7 @@ impl PolicySet {
             if head {
                 q.dequeue(costs);
             }
+            self.throttle.drop_pass();
             self.rejections[RejectReason::Breaker as usize] += 1;
             return Costed::Now(Acquired::Rejected(RejectReason::Breaker));
         }
@@ -222,12 +223,14 @@ impl PolicySet {
                 if !head {
                     q.enqueue(costs);
                 }
+                self.throttle.drop_pass();
                 return Costed::Wait(t);
             }
             QuotaCheck::Refuse | QuotaCheck::Oversize => {
                 if head {
                     q.dequeue(costs);
                 }
+                self.throttle.drop_pass();
                 self.rejections[RejectReason::Quota as usize] += 1;
                 return if q.check(now, costs, u64::MAX, true) == QuotaCheck::Oversize {
                     Costed::Oversize
@@ -323,7 +326,10 @@ impl PolicySet {
         let probe = match &mut self.breaker {
             Some(b) => match b.try_acquire(now) {
                 Some(p) => p,
-                None => return Acquired::Rejected(RejectReason::Breaker),
+                None => {
+                    self.throttle.drop_pass();
+                    return Acquired::Rejected(RejectReason::Breaker);
+                }
             },
             None => 0,
         };
@@ -508,6 +514,20 @@ impl PolicySet {
     /// Settle a permit with its verdict. Returns how many waiters may be admitted now.
     #[inline]
     pub fn settle(&mut self, id: u64, verdict: Verdict, now: Nanos) -> Result<u32, StalePermit> {
+        self.settle_seen(id, verdict, verdict, now)
+    }
+
+    /// As [`settle`](Self::settle), the throttle reading the call as `throttle_sees`: an
+    /// `Overload` that asked no wait (a 503 without `Retry-After`) is no refusal, and the
+    /// throttle reads it as the `Failure` it is to the throttle (ADR 1004).
+    #[inline]
+    pub fn settle_seen(
+        &mut self,
+        id: u64,
+        verdict: Verdict,
+        throttle_sees: Verdict,
+        now: Nanos,
+    ) -> Result<u32, StalePermit> {
         let slot = self.permits.release(id).ok_or(StalePermit)?;
         // A clock that went backwards yields 0, never a wrapped-around huge latency.
         let end = now.max(slot.start);
@@ -519,7 +539,7 @@ impl PolicySet {
             duration_ns
         };
         self.verdicts[verdict as usize] += 1;
-        self.throttle.on_settle(end, verdict);
+        self.throttle.on_settle(end, throttle_sees);
         if !verdict.is_ignored() {
             self.last_latency_ns = latency_ns;
         }
@@ -612,6 +632,22 @@ impl PolicySet {
     /// overload), and its window's `(requests, accepts)`.
     pub fn throttle_state(&self, now: Nanos) -> (f64, (u64, u64)) {
         (self.throttle.probability(now), self.throttle.counts(now))
+    }
+
+    /// Decides a retry before its wait (ADR 1004): `true` when the throttle refuses it, counted
+    /// as a throttle refusal.
+    pub fn throttle_refuses_retry(&mut self, now: Nanos, rng: &mut SplitMix64) -> bool {
+        let refused = self.throttle.refuse_retry(now, rng);
+        if refused {
+            self.rejections[RejectReason::Throttle as usize] += 1;
+        }
+        refused
+    }
+
+    /// The next acquire is a retry the throttle let through when it was decided: it is not
+    /// drawn again (ADR 1004).
+    pub fn grant_throttle_pass(&mut self, now: Nanos) {
+        self.throttle.grant_pass(now);
     }
 
     /// The limiter, if on (read-only).

@@ -289,16 +289,19 @@ pub enum Refusal {
     Deadline = 5,
     /// The key's retry budget is spent.
     Budget = 6,
+    /// The key's adaptive throttle refused the retry, decided before its wait (ADR 1004).
+    Throttle = 7,
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 6] = [
+    pub const ALL: [Refusal; 7] = [
         Refusal::NotRetryable,
         Refusal::AttemptsSpent,
         Refusal::BreakerOpen,
         Refusal::RetryAfterBeyondDeadline,
         Refusal::Deadline,
         Refusal::Budget,
+        Refusal::Throttle,
     ];
 
     pub fn name(self) -> &'static str {
@@ -309,6 +312,7 @@ impl Refusal {
             Refusal::RetryAfterBeyondDeadline => "retry-after",
             Refusal::Deadline => "deadline",
             Refusal::Budget => "budget",
+            Refusal::Throttle => "throttle",
         }
     }
 }
@@ -357,6 +361,22 @@ pub fn decide(
     now: Nanos,
     u: f64,
 ) -> Decision {
+    decide_with(policy, budget, budget_opts, s, key, now, u, || false)
+}
+
+/// As [`decide`], asking `throttle_refuses` (the key's throttle, drawn now) before the budget:
+/// a retry the throttle would refuse is refused before its wait, not after (ADR 1004).
+#[allow(clippy::too_many_arguments)]
+pub fn decide_with(
+    policy: &RetryPolicy,
+    budget: &mut RetryBudget,
+    budget_opts: &BudgetOptions,
+    s: &Settled,
+    key: KeyView,
+    now: Nanos,
+    u: f64,
+    throttle_refuses: impl FnOnce() -> bool,
+) -> Decision {
     if !policy.retry_on.contains(s.verdict) {
         return Decision::Stop(Refusal::NotRetryable);
     }
@@ -376,6 +396,9 @@ pub fn decide(
         if delay.saturating_add(key.estimate_ns) >= left {
             return Decision::Stop(Refusal::Deadline);
         }
+    }
+    if throttle_refuses() {
+        return Decision::Stop(Refusal::Throttle);
     }
     if !budget.try_spend(budget_opts, now, key.settled) {
         return Decision::Stop(Refusal::Budget);

@@ -1,5 +1,5 @@
-//! Client-side adaptive throttling (ADR 1000): while the upstream answers overloaded (429/503),
-//! refuse locally the share of calls it would refuse anyway.
+//! Client-side adaptive throttling (ADR 1000): while the upstream refuses calls (429, or 503 with
+//! `Retry-After`: ADR 1004), refuse locally the share of calls it would refuse anyway.
 //!
 //! Per key, over a sliding window, `requests` counts the calls asked about (those refused here
 //! included) and `accepts` those the upstream did not answer `Overload`. A call is refused with
@@ -21,7 +21,7 @@ pub const MIN_REQUESTS: u64 = 5;
 /// Buckets of the sliding window: failsafe-go's 20 (its 1 min window in 20 buckets).
 pub const BUCKETS: usize = 20;
 
-/// u32: four billion calls in one bucket are beyond any client; a full bucket stops counting.
+/// u32: four billion calls in one window are beyond any client; a full window stops counting.
 #[derive(Clone, Copy, Debug, Default)]
 struct Bucket {
     requests: u32,
@@ -33,8 +33,12 @@ struct Window {
     buckets: [Bucket; BUCKETS],
     /// The bucket epoch (`now / bucket_ns`) of the newest bucket.
     head: u64,
-    requests: u64,
-    accepts: u64,
+    requests: u32,
+    accepts: u32,
+    /// The next call decided is a retry the throttle let through when it was decided (ADR
+    /// 1004): it is not drawn again. Here, not in `Throttle`: only an engaged throttle (one with
+    /// a window) decides, and a key's size stays as it was (u32 totals make the room).
+    pass: bool,
 }
 
 impl Window {
@@ -44,6 +48,7 @@ impl Window {
             head: epoch,
             requests: 0,
             accepts: 0,
+            pass: false,
         }
     }
 
@@ -56,8 +61,8 @@ impl Window {
         let n = (epoch - self.head).min(BUCKETS as u64);
         for i in 1..=n {
             let b = &mut self.buckets[((self.head + i) % BUCKETS as u64) as usize];
-            self.requests -= b.requests as u64;
-            self.accepts -= b.accepts as u64;
+            self.requests -= b.requests;
+            self.accepts -= b.accepts;
             *b = Bucket::default();
         }
         self.head = epoch;
@@ -65,7 +70,7 @@ impl Window {
 
     /// `(requests, accepts)` as of `epoch`, without rolling.
     fn counts_at(&self, epoch: u64) -> (u64, u64) {
-        let (mut r, mut a) = (self.requests, self.accepts);
+        let (mut r, mut a) = (self.requests as u64, self.accepts as u64);
         // The buckets of epochs up to `epoch − BUCKETS` have left the window.
         let oldest = self.head.saturating_sub(BUCKETS as u64 - 1);
         // Nothing has left before the window's first whole length (epoch < BUCKETS).
@@ -84,10 +89,10 @@ impl Window {
 
     fn add(&mut self, epoch: u64, accepted: bool) {
         self.roll(epoch);
-        let b = &mut self.buckets[(self.head % BUCKETS as u64) as usize];
-        if b.requests == u32::MAX {
+        if self.requests == u32::MAX {
             return;
         }
+        let b = &mut self.buckets[(self.head % BUCKETS as u64) as usize];
         b.requests += 1;
         self.requests += 1;
         if accepted {
@@ -147,12 +152,29 @@ impl Throttle {
     /// calls refused here keep the probability up while the upstream keeps refusing).
     #[inline(never)]
     pub fn refuse(&mut self, now: Nanos, rng: &mut SplitMix64) -> bool {
+        if self
+            .window
+            .as_deref_mut()
+            .is_some_and(|w| std::mem::take(&mut w.pass))
+        {
+            return false;
+        }
+        self.draw(now, rng)
+    }
+
+    /// Decide a retry before its wait (ADR 1004), as [`refuse`](Self::refuse) decides a call:
+    /// `true` refuses it, counted as a request. Never refuses while not engaged.
+    pub fn refuse_retry(&mut self, now: Nanos, rng: &mut SplitMix64) -> bool {
+        self.engaged(now) && self.draw(now, rng)
+    }
+
+    fn draw(&mut self, now: Nanos, rng: &mut SplitMix64) -> bool {
         let epoch = now / self.bucket_ns;
         let Some(w) = self.window.as_deref_mut() else {
             return false;
         };
         w.roll(epoch);
-        let (r, a) = (w.requests, w.accepts);
+        let (r, a) = (w.requests as u64, w.accepts as u64);
         let p = self.p_of((r, a));
         if p <= 0.0 || rng.next_f64() >= p {
             return false;
@@ -177,15 +199,38 @@ impl Throttle {
         }
     }
 
+    /// Lets the next call decided through without a draw: a retry decided (and drawn) before
+    /// its wait (ADR 1004). Only while engaged: a pass set now is taken by the next acquire.
+    pub fn grant_pass(&mut self, now: Nanos) {
+        let engaged = self.engaged(now);
+        if let Some(w) = self.window.as_deref_mut() {
+            w.pass = engaged;
+        }
+    }
+
+    /// Drops a pass the next acquire did not reach the throttle to take (an open breaker, a
+    /// call waiting for quota).
+    #[inline]
+    pub fn drop_pass(&mut self) {
+        if let Some(w) = self.window.as_deref_mut() {
+            w.pass = false;
+        }
+    }
+
     #[cold]
     fn overload(&mut self, now: Nanos) {
         if self.bucket_ns == 0 {
             return;
         }
+        let engaged = self.engaged(now);
         let epoch = now / self.bucket_ns;
         let w = self
             .window
             .get_or_insert_with(|| Box::new(Window::new(epoch)));
+        if !engaged {
+            // A pass granted while engaged and never taken is stale.
+            w.pass = false;
+        }
         w.add(epoch, false);
         let newest = w.head.max(epoch);
         self.live_until = (newest + BUCKETS as u64).saturating_mul(self.bucket_ns);

@@ -368,3 +368,165 @@ fn bad_options_name_the_option_and_its_range() {
         assert!(err.message.contains(text), "{}", err.message);
     }
 }
+
+/// An overload settled as no refusal (a 503 without `Retry-After`), or as a refusal.
+fn run_seen(e: &mut Engine, h: KeyHandle, at: u64, refusal: bool) -> bool {
+    match e.acquire(h, at).unwrap() {
+        Acquired::Permit(id) => {
+            let seen = if refusal {
+                Verdict::Overload
+            } else {
+                Verdict::Failure
+            };
+            e.settle_seen(h, id, Verdict::Overload, seen, at)
+                .unwrap()
+                .unwrap();
+            true
+        }
+        Acquired::Rejected(RejectReason::Throttle) => false,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn overloads_that_asked_no_wait_never_engage_the_throttle_but_stay_overloads() {
+    // Two in five calls overloaded: as refusals (429) the throttle runs away to its cap,
+    // each refusal it makes counting as a request; as 503s without Retry-After it never decides
+    // (ADR 1004). Every other policy still reads them as overloads.
+    let calls = |refusals: bool| {
+        let (mut e, h) = only(ThrottleOptions::default());
+        let mut served = 0;
+        for i in 0..2_000u64 {
+            let overloaded = i % 5 < 2;
+            let at = ms(i * 5);
+            if overloaded {
+                run_seen(&mut e, h, at, refusals);
+            } else if run_seen_ok(&mut e, h, at) {
+                served += 1;
+            }
+        }
+        let s = e.stats(h, ms(10_000)).unwrap();
+        (
+            served,
+            throttled(&e, h, ms(10_000)),
+            s.verdicts[Verdict::Overload as usize],
+        )
+    };
+    let (served, refused, overloads) = calls(false);
+    assert_eq!((served, refused), (1_200, 0));
+    assert_eq!(overloads, 800, "still counted as overloads");
+    let (served, refused, _) = calls(true);
+    assert!(
+        refused > 1_000 && served < 400,
+        "{served} served, {refused} refused"
+    );
+}
+
+fn run_seen_ok(e: &mut Engine, h: KeyHandle, at: u64) -> bool {
+    match e.acquire(h, at).unwrap() {
+        Acquired::Permit(id) => {
+            e.settle(h, id, Verdict::Success, at).unwrap().unwrap();
+            true
+        }
+        Acquired::Rejected(RejectReason::Throttle) => false,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A key whose window holds only refusals: the throttle refuses nearly every call.
+fn engaged() -> (Engine, KeyHandle) {
+    let (mut e, h) = only(ThrottleOptions {
+        multiplier: 1.0,
+        window_ms: 10_000,
+        max_rejection: 1.0,
+    });
+    for _ in 0..50 {
+        run_seen(&mut e, h, ms(0), true);
+    }
+    (e, h)
+}
+
+fn overloaded_attempt() -> Settled {
+    Settled {
+        attempts: 1,
+        verdict: Verdict::Overload,
+        hint_ns: Some(1_000 * NANOS_PER_MS),
+        remaining_ns: None,
+        previous_delay_ns: 0,
+    }
+}
+
+#[test]
+fn a_retry_is_decided_by_the_throttle_before_its_wait_and_not_drawn_again_after() {
+    let (mut e, h) = engaged();
+    let mut refused = 0;
+    let mut waited = 0;
+    for i in 0..200u64 {
+        let at = ms(1 + i);
+        let before = throttled(&e, h, at);
+        match e
+            .retry(h, &RetryPolicy::default(), &overloaded_attempt(), at)
+            .unwrap()
+        {
+            Decision::Stop(resilix_engine::Refusal::Throttle) => {
+                refused += 1;
+                // Counted as a refusal of the throttle's, before any wait.
+                assert_eq!(throttled(&e, h, at), before + 1);
+            }
+            Decision::Retry { delay_ns } => {
+                waited += 1;
+                assert!(delay_ns >= 1_000 * NANOS_PER_MS);
+                // After its wait, the retry's own acquire is not drawn again.
+                let later = at + delay_ns;
+                e.grant_throttle_pass(h, later).unwrap();
+                match e.acquire(h, later).unwrap() {
+                    Acquired::Permit(id) => {
+                        e.settle(h, id, Verdict::Overload, later).unwrap().unwrap();
+                    }
+                    other => panic!("a retry the throttle let through was refused: {other:?}"),
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        refused > 150 && waited > 0,
+        "{refused} refused, {waited} waited"
+    );
+}
+
+#[test]
+fn a_pass_is_taken_by_the_next_acquire_only() {
+    let (mut e, h) = engaged();
+    e.grant_throttle_pass(h, ms(1)).unwrap();
+    assert!(matches!(e.acquire(h, ms(1)).unwrap(), Acquired::Permit(_)));
+    // The pass is spent: the next calls are drawn (nearly all refused).
+    let refused = (0..50)
+        .filter(|_| {
+            matches!(
+                e.acquire(h, ms(1)).unwrap(),
+                Acquired::Rejected(RejectReason::Throttle)
+            )
+        })
+        .count();
+    assert!(refused > 40, "{refused}");
+    // A pass granted while the throttle is not engaged is no pass at all.
+    let (mut e, h) = only(ThrottleOptions::default());
+    e.grant_throttle_pass(h, ms(0)).unwrap();
+    for _ in 0..50 {
+        run_seen(&mut e, h, ms(0), true);
+    }
+    let first = e.acquire(h, ms(0)).unwrap();
+    let again = {
+        let (mut e2, h2) = only(ThrottleOptions::default());
+        for _ in 0..50 {
+            run_seen(&mut e2, h2, ms(0), true);
+        }
+        e2.acquire(h2, ms(0)).unwrap()
+    };
+    assert_eq!(
+        format!("{first:?}"),
+        format!("{again:?}"),
+        "the same draw as without the pass"
+    );
+}

@@ -12,7 +12,8 @@
 const { TimeoutError } = require('../errors')
 const V = require('../verdicts')
 const { describe } = require('../options')
-const { decide, retryAfterError, RETRY_AFTER_REFUSED } = require('../retry')
+const { decide, retryAfterError, RETRY_AFTER_REFUSED, THROTTLE_REFUSED, REJECTED_THROTTLE } = require('../retry')
+const { native, PRIORITIES } = require('../native')
 const { retryAfterOf } = require('../retry-after')
 const { closedError } = require('../lifetime')
 const { delayMs } = require('../timers')
@@ -98,6 +99,8 @@ class ResilientRequest {
     this.permit = null
     this.released = false
     this.verdict = 'success' // from the final response's status
+    this.outcome = undefined // what the latest verdict was read from (a response's status and headers, or an error)
+    this.ks = null // the key's state, held between two attempts for the throttle's pass (ADR 1004)
     this.endVerdict = undefined // set when we or the caller abort: the verdict that abort settles with
     this.endReason = undefined
     this.timer = null
@@ -470,8 +473,10 @@ class ResilientRequest {
       this.abortWith(retryAfterError(this.key, timeoutMs, Math.min(hint, this.policy.maxRetryAfterMs), left, undefined), verdict)
       return true
     }
+    if (d === THROTTLE_REFUSED) this.s.rx._events.rejected(REJECTED_THROTTLE, this.key, this.permit._ks, this.prio())
     if (d < 0) return false
     this.clearTimer()
+    this.ks = this.permit._ks
     this.settle(verdict)
     const down = this.down
     this.down = null
@@ -501,6 +506,12 @@ class ResilientRequest {
     if (code !== undefined && p.attempts > 1 && (p.retryOn & (1 << code)) !== 0) this.permit._ks.retryBodyRefusals++
   }
 
+  /** The request's priority and tenant as a refusal tells them (null: it named neither). */
+  prio() {
+    if (this.priority === undefined && this.tenant === undefined) return null
+    return { cls: PRIORITIES.indexOf(this.priority ?? 'normal'), tenant: this.tenant }
+  }
+
   /** The backoff ended: the next attempt waits for its own permit within what is left. */
   nextAttempt() {
     this.backoff = null
@@ -515,6 +526,8 @@ class ResilientRequest {
         return
       }
     }
+    // The throttle decided this retry before its wait: not drawn again (ADR 1004).
+    native.throttlePass(this.ks.handle)
     this.acquire(left)
   }
 
@@ -529,11 +542,13 @@ class ResilientRequest {
   // ---- verdicts ------------------------------------------------------------------------------
 
   responseVerdict(statusCode, headers) {
+    this.outcome = { statusCode, headers }
     const fallback = V.NAMES[V.classifyValue({ statusCode })]
     return this.custom({ ok: true, value: { statusCode, headers } }, fallback)
   }
 
   errorVerdict(err) {
+    this.outcome = err
     return this.custom({ ok: false, error: err }, V.NAMES[V.classifyError(err)])
   }
 
@@ -559,7 +574,9 @@ class ResilientRequest {
   settle(verdict) {
     if (this.permit === null || this.released) return
     this.released = true
-    this.permit.release(verdict)
+    const code = V.codeOf(verdict)
+    // What the verdict was read from: a 503 without Retry-After is no refusal (ADR 1004).
+    this.permit._release(code, V.settleCode(code, this.outcome))
   }
 
   clearTimer() {

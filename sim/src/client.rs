@@ -68,6 +68,9 @@ pub trait ClientLimiter {
     fn retry(&mut self, _policy: &RetryPolicy, _s: &Settled, _now: Nanos) -> Option<u64> {
         None
     }
+    /// The next acquire is a retry `retry` let through: its throttle does not draw it again
+    /// (ADR 1004), as the JS layer does.
+    fn retry_pass(&mut self, _now: Nanos) {}
     /// Whether the limit has been learnt from a window (the engine's breaker excuses slow calls
     /// before that).
     fn sized(&self) -> bool {
@@ -318,6 +321,12 @@ impl ClientLimiter for ResilixClient {
             Decision::Retry { delay_ns } => Some(delay_ns),
             Decision::Stop(_) => None,
         }
+    }
+
+    fn retry_pass(&mut self, now: Nanos) {
+        self.engine
+            .grant_throttle_pass(self.key, now)
+            .expect("live key");
     }
 }
 

@@ -364,6 +364,9 @@ impl<'a> World<'a> {
             }
             id
         };
+        if retry_of.is_some() && matches!(self.retrier, Some((Retrier::Engine, _))) {
+            self.clients[c].limiter.retry_pass(self.now);
+        }
         let (acq, level) = match priority {
             Some(p) => self.clients[c]
                 .limiter

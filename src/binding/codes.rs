@@ -28,6 +28,10 @@ pub const REJECTED_BASE: f64 = -10.0;
 /// `resolveKey`: the registry is full of keys that are protecting something.
 pub const REGISTRY_FULL: f64 = REJECTED_BASE - RejectReason::Registry as u8 as f64;
 
+/// `settle`'s code for an `overload` that asked no wait (a 503 without `Retry-After`): an
+/// overload to every policy but the throttle, which reads it as a failure (ADR 1004).
+pub const UNAVAILABLE: u32 = Verdict::ALL.len() as u32;
+
 /// `retryDecide`: a refusal is `-100 - refusal` (`retryRefusals` names them).
 pub const RETRY_REFUSED_BASE: f64 = -100.0;
 
@@ -72,6 +76,8 @@ pub struct WireCodes {
     pub breaker_states: Vec<Option<String>>,
     /// Verdict names by the code `settle` takes.
     pub verdicts: Vec<String>,
+    /// `settle`'s code for an overload that is no evidence for the throttle (ADR 1004).
+    pub unavailable: u32,
     pub too_many_engines: f64,
     pub retry_refused_base: f64,
     /// Why a retry was refused, by code: `retryRefusals[RETRY_REFUSED_BASE - c]`; index 0 unused.
@@ -120,6 +126,7 @@ pub fn wire_codes() -> WireCodes {
         slot_span: (1u64 << INDEX_BITS) as f64,
         breaker_states,
         verdicts: Verdict::ALL.iter().map(|v| v.name().to_owned()).collect(),
+        unavailable: UNAVAILABLE,
         too_many_engines: TOO_MANY_ENGINES,
         retry_refused_base: RETRY_REFUSED_BASE,
         retry_refusals: {

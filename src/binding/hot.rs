@@ -130,16 +130,22 @@ fn settle_impl(handle: f64, permit: f64, verdict: f64) -> f64 {
     if !(0.0..=u8::MAX as f64).contains(&verdict) || verdict.fract() != 0.0 {
         return BAD_VERDICT;
     }
-    let Some(mut v) = Verdict::from_code(verdict as u32) else {
-        return BAD_VERDICT;
+    // A 503 without Retry-After: an overload, which the throttle reads as a failure (ADR 1004).
+    let (mut v, mut seen) = if verdict as u32 == UNAVAILABLE {
+        (Verdict::Overload, Verdict::Failure)
+    } else {
+        let Some(v) = Verdict::from_code(verdict as u32) else {
+            return BAD_VERDICT;
+        };
+        (v, v)
     };
     let Some(p) = permit_of(permit) else {
         return STALE_PERMIT;
     };
     if !v.is_ignored() && stalled_at(t) {
-        v = Verdict::Cancelled;
+        (v, seen) = (Verdict::Cancelled, Verdict::Cancelled);
     }
-    with_engine(handle, |e, k| match e.settle(k, p, v, t) {
+    with_engine(handle, |e, k| match e.settle_seen(k, p, v, seen, t) {
         Ok(Ok(wake)) => wake as f64,
         Ok(Err(_)) => STALE_PERMIT,
         Err(_) => STALE_HANDLE,

@@ -8,6 +8,14 @@ use super::engines::{now, with_engine};
 use resilix_engine::retry::Settled;
 use resilix_engine::{Decision, Jitter, RetryOn, RetryPolicy, Verdict};
 
+/// The next acquire on `handle` is a retry its throttle let through when `retryDecide`
+/// decided it: it is not drawn again (ADR 1004). Called right before that acquire.
+#[napi(catch_unwind)]
+pub fn throttle_pass(handle: f64) {
+    let t = now();
+    let _ = with_engine(handle, |e, k| e.grant_throttle_pass(k, t));
+}
+
 /// Milliseconds as nanoseconds; NaN, negatives and infinities are `None`.
 fn ns(ms: f64) -> Option<u64> {
     (ms.is_finite() && ms >= 0.0).then(|| (ms.min(u64::MAX as f64 / 1e6) * 1e6) as u64)

@@ -312,8 +312,11 @@ class Line {
   }
 }
 
-/** Hooks set by lib/call.js (which requires this module): start, queue or refuse a waiter. */
-const hooks = { admitted: null, refused: null }
+/**
+ * Hooks set by lib/call.js (which requires this module): start, queue or refuse a waiter, and
+ * expire one whose deadline passed before its turn (the limiter's queue asks the same).
+ */
+const hooks = { admitted: null, refused: null, overdue: null }
 
 let queueFns = null
 function lists() {
@@ -385,6 +388,8 @@ function pump(ks) {
   let call
   while ((call = line.head) !== null) {
     if (ks.handle < 0) return
+    // A deadline that passed during a stall: the call leaves, it is never let through (ADR 1108).
+    if (hooks.overdue(call)) continue
     const left = call._dlist !== null ? call._deadline - native.nowMs() : undefined
     const prio = call._prio
     const p = acquireCosting(ks, left, prio === null ? DEFAULT_LEVEL : prio.level, prio === null ? 0 : prio.id, call._cost, true)

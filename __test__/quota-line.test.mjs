@@ -46,3 +46,52 @@ test('stall: an acquire waiting for budget whose deadline passed while the loop 
   assert.equal(rx.stats('k').quota.waiting, 0)
   rx.close()
 })
+
+test('waiting for budget admits higher priorities first and keeps arrival order within one', async () => {
+  const rx = new Resilix({ ...quiet, quota: { requests: 1, windowMs: 200 } })
+  await rx.execute(() => 1, { key: 'k' })
+  const order = []
+  const plan = [['sheddable', 's1'], ['normal', 'n1'], [undefined, 'd1'], ['critical', 'c1'], ['low', 'l1'], ['critical', 'c2'], ['sheddable', 's2']]
+  const calls = plan.map(([priority, name]) => rx.execute(async () => order.push(name), priority === undefined ? { key: 'k' } : { key: 'k', priority }))
+  assert.equal(rx.stats('k').quota.waiting, 7)
+  await Promise.all(calls)
+  assert.deepEqual(order, ['c1', 'c2', 'n1', 'd1', 'l1', 's1', 's2'])
+  assert.equal(rx.stats('k').quota.waiting, 0)
+  rx.close()
+})
+
+test('a critical call is not refused for the sheddable calls waiting for budget, a sheddable one is', async () => {
+  // One request a second, spent: each waiter adds a second of wait.
+  const rx = new Resilix({ ...quiet, quota: { requests: 1, windowMs: 1000 } })
+  await rx.execute(() => 1, { key: 'k' })
+  const sheddable = Array.from({ length: 60 }, () => outcome(rx.execute(() => 's', { key: 'k', priority: 'sheddable' })))
+  assert.equal(rx.stats('k').quota.waiting, 60)
+  const t0 = performance.now()
+  // Alone it would run in about 1.1 s: it waits ahead of all 60 and runs.
+  const critical = await outcome(rx.execute(() => 'c', { key: 'k', priority: 'critical', timeoutMs: 2000 }))
+  assert.equal(critical.ok, 'c', `the critical call: ${critical.err}`)
+  const ms = performance.now() - t0
+  assert.ok(ms >= 900, `ran after ${ms} ms, before the budget came back`)
+  // A sheddable one with the same deadline would wait behind the 60: refused at once.
+  const late = await outcome(rx.execute(() => 's', { key: 'k', priority: 'sheddable', timeoutMs: 2000 }))
+  assert.equal(late.err?.reason, 'quota', String(late.err ?? late.ok))
+  rx.close()
+  for (const r of await Promise.all(sheddable)) assert.ok(r.err !== undefined)
+  assert.equal(rx.stats('k')?.quota?.waiting ?? 0, 0)
+})
+
+test('waiting for budget, a tenant that used less of the key goes ahead of one that used more, within its class', async () => {
+  const rx = new Resilix({ ...quiet, quota: { requests: 2, windowMs: 1000 } })
+  // The heavy tenant held a slot for 300 ms, the light one for a moment: both spent the budget.
+  await rx.execute(() => new Promise((r) => setTimeout(r, 300)), { key: 'k', tenant: 'heavy' })
+  await rx.execute(async () => {}, { key: 'k', tenant: 'light' })
+  const order = []
+  // A flood of the heavy tenant's calls waits for budget, 40 seconds of it.
+  const flood = Array.from({ length: 40 }, () => outcome(rx.execute(async () => order.push('heavy'), { key: 'k', tenant: 'heavy' })))
+  // The light tenant's call, with 2 s, waits ahead of the flood: alone it fits in about 1 s.
+  const light = await outcome(rx.execute(async () => order.push('light'), { key: 'k', tenant: 'light', timeoutMs: 2000 }))
+  assert.equal(light.ok, 1, `the light tenant's call: ${light.err}`)
+  assert.equal(order[0], 'light')
+  rx.close()
+  for (const r of await Promise.all(flood)) assert.ok(r.ok !== undefined || r.err !== undefined)
+})

@@ -339,7 +339,7 @@ function leave(call) {
   const wasHead = line.head === call
   lists().unlink(line, call)
   call._permit = -1
-  if (ks.handle >= 0) native.quotaLeave(ks.handle, call._cost.c0, call._cost.c1, call._cost.c2, call._cost.c3)
+  if (ks.handle >= 0) native.quotaLeave(ks.handle, levelOf(call), call._cost.c0, call._cost.c1, call._cost.c2, call._cost.c3)
   if (line.head === null) disarm(line)
   else if (wasHead) soon(ks)
 }
@@ -348,7 +348,7 @@ function leave(call) {
 function leaveEngine(call) {
   const c = call._cost
   call._permit = -1
-  if (call._ks.handle >= 0) native.quotaLeave(call._ks.handle, c.c0, c.c1, c.c2, c.c3)
+  if (call._ks.handle >= 0) native.quotaLeave(call._ks.handle, levelOf(call), c.c0, c.c1, c.c2, c.c3)
 }
 
 /** close(): the key's waiters have been answered; its timer goes. */
@@ -391,8 +391,7 @@ function pump(ks) {
     // A deadline that passed during a stall: the call leaves, it is never let through (ADR 1108).
     if (hooks.overdue(call)) continue
     const left = call._dlist !== null ? call._deadline - native.nowMs() : undefined
-    const prio = call._prio
-    const p = acquireCosting(ks, left, prio === null ? DEFAULT_LEVEL : prio.level, prio === null ? 0 : prio.id, call._cost, true)
+    const p = acquireCosting(ks, left, levelOf(call), call._prio === null ? 0 : call._prio.id, call._cost, true)
     if (p === QUOTA_WAIT) {
       arm(ks, clockCell[2])
       if (ks.fleet !== null) ks.fleet.want()
@@ -407,7 +406,10 @@ function pump(ks) {
   }
 }
 
-const { DEFAULT_LEVEL } = require('./native')
+/** A waiter's level: the limiter queue's rule (lib/queue.js), the same in both lines. */
+function levelOf(call) {
+  return lists().levelOf(call)
+}
 
 module.exports = {
   quotaOption, costOption, Cost, acquireCosting, rejection, charge, refund, restamp, observe, observeHeaders,

@@ -95,3 +95,34 @@ test('waiting for budget, a tenant that used less of the key goes ahead of one t
   rx.close()
   for (const r of await Promise.all(flood)) assert.ok(r.ok !== undefined || r.err !== undefined)
 })
+
+test('waiters for budget that time out, abort or are closed, at any level, leave no count behind', async () => {
+  const rx = new Resilix({ ...quiet, quota: { tokens: 100, windowMs: 500 } })
+  await rx.execute(() => 1, { key: 'k', cost: { tokens: 100 } })
+  const ac = new AbortController()
+  const waiting = [
+    rx.execute(() => 'a', { key: 'k', priority: 'critical', cost: { tokens: 60 }, signal: ac.signal }),
+    rx.execute(() => 'b', { key: 'k', priority: 'sheddable', cost: { tokens: 60 }, timeoutMs: 2000 }),
+    rx.execute(() => 'c', { key: 'k', tenant: 't', cost: { tokens: 60 }, signal: ac.signal }),
+    rx.execute(() => 'd', { key: 'k', priority: 'high', tenant: 'u', cost: { tokens: 60 }, timeoutMs: 2000 }),
+  ].map(outcome)
+  assert.equal(rx.stats('k').quota.waiting, 4)
+  ac.abort(new Error('gone'))
+  // The other two time out during a stall: they leave when their turn comes.
+  block(2100)
+  const results = await Promise.all(waiting)
+  const how = results.map((r) => (r.err?.message === 'gone' ? 'abort' : isTimeoutError(r.err) ? 'timeout' : String(r.err ?? r.ok)))
+  assert.deepEqual(how, ['abort', 'timeout', 'abort', 'timeout'])
+  assert.equal(rx.stats('k').quota.waiting, 0)
+  // Nothing of theirs is counted ahead: a call of the whole budget fits alone, at every level.
+  for (const priority of ['sheddable', 'normal', 'critical']) {
+    const r = await outcome(rx.execute(() => priority, { key: 'k', priority, cost: { tokens: 100 }, timeoutMs: 3000 }))
+    assert.equal(r.ok, priority, String(r.err))
+    assert.equal(rx.stats('k').quota.waiting, 0)
+  }
+  // close() answers the waiters of every level and leaves none counted.
+  const closed = ['critical', 'low'].map((priority) => outcome(rx.execute(() => 1, { key: 'k', priority, cost: { tokens: 100 } })))
+  assert.equal(rx.stats('k').quota.waiting, 2)
+  rx.close()
+  for (const r of await Promise.all(closed)) assert.ok(r.err !== undefined)
+})

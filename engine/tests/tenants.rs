@@ -146,13 +146,9 @@ fn run(quiet: usize, flood: bool, seed: u64) -> Vec<u64> {
             continue;
         }
         // Admit from the highest level, FIFO within one.
-        loop {
-            let Some(level) = (0..LEVELS).rev().find(|&l| !lines[l].is_empty()) else {
-                break;
-            };
-            let (w, lv) = lines[level].front().map(|(w, l)| (w.id, *l)).unwrap();
-            let _ = w;
-            let waiter = &lines[level].front().unwrap().0;
+        while let Some(level) = (0..LEVELS).rev().find(|&l| !lines[l].is_empty()) {
+            let (waiter, lv) = lines[level].front().unwrap();
+            let lv = *lv;
             if waiter.deadline <= now || gone.contains(&waiter.id) {
                 e.leave_queue_at(h, lv).unwrap();
                 lines[level].pop_front();

@@ -309,6 +309,8 @@ class Line {
     this.tails = null
     this.timer = null
     this.at = Infinity
+    /** pump() is asking: a waiter leaving meanwhile needs no timer of its own. */
+    this.pumping = false
   }
 }
 
@@ -341,7 +343,7 @@ function leave(call) {
   call._permit = -1
   if (ks.handle >= 0) native.quotaLeave(ks.handle, levelOf(call), call._cost.c0, call._cost.c1, call._cost.c2, call._cost.c3)
   if (line.head === null) disarm(line)
-  else if (wasHead) soon(ks)
+  else if (wasHead && !line.pumping) soon(ks)
 }
 
 /** A call told QUOTA_WAIT that never reached the line (its signal refused a listener). */
@@ -385,6 +387,16 @@ function pump(ks) {
   const line = ks.line
   line.timer = null
   line.at = Infinity
+  line.pumping = true
+  try {
+    pumpLine(ks, line)
+  } finally {
+    line.pumping = false
+  }
+}
+
+/** Lets the waiters through, the head first, until one must wait for budget. */
+function pumpLine(ks, line) {
   let call
   while ((call = line.head) !== null) {
     if (ks.handle < 0) return

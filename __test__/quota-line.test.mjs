@@ -60,6 +60,19 @@ test('waiting for budget admits higher priorities first and keeps arrival order 
   rx.close()
 })
 
+test('waiting for budget, calls that name no priority keep their order when the first prioritised call arrives mid-line', async () => {
+  const rx = new Resilix({ ...quiet, quota: { requests: 1, windowMs: 200 } })
+  await rx.execute(() => 1, { key: 'k' })
+  const order = []
+  const calls = [1, 2, 3].map((i) => rx.execute(async () => order.push(`d${i}`), { key: 'k' }))
+  calls.push(rx.execute(async () => order.push('c'), { key: 'k', priority: 'critical' }))
+  calls.push(rx.execute(async () => order.push('d4'), { key: 'k' }))
+  calls.push(rx.execute(async () => order.push('s'), { key: 'k', priority: 'sheddable' }))
+  await Promise.all(calls)
+  assert.deepEqual(order, ['c', 'd1', 'd2', 'd3', 'd4', 's'])
+  rx.close()
+})
+
 test('a critical call is not refused for the sheddable calls waiting for budget, a sheddable one is', async () => {
   // One request a second, spent: each waiter adds a second of wait.
   const rx = new Resilix({ ...quiet, quota: { requests: 1, windowMs: 1000 } })

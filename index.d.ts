@@ -107,7 +107,7 @@ export interface ExecuteOptions {
   /**
    * Who the call is for (a user, an account). Within a class, a tenant that used more of the
    * key's slot time recently waits behind one that used less. A non-empty string of at most
-   * 256 characters; a key tracks its 16 most recently seen tenants. Default: none.
+   * 256 characters; a key tracks up to 128 tenants, from their second call. Default: none.
    */
   tenant?: string
   /**
@@ -396,7 +396,7 @@ export interface KeyStats {
   queuedByPriority: Record<Priority, number>
   /** `'queue'` refusals by the refused call's priority, since the key was created. */
   queueRefusalsByPriority: Record<Priority, number>
-  /** Tenants whose recent use of the key is tracked (at most 16). */
+  /** Tenants whose recent use of the key is tracked (at most 128, and 32 newcomers). */
   tenants: number
   /** Retries made on this key since it was created. */
   retries: number

@@ -279,8 +279,8 @@ export declare function quotaFleetState(handle: number): Array<number>
  */
 export declare function quotaLease(handle: number, sentAtMs: number, lifeMs: number, readyInMs: number, granted: Array<number>, room: Array<number>): Array<number>
 
-/** A call waiting for budget, of `c0…c3`, gave up: 1, or 0 when none waited. */
-export declare function quotaLeave(handle: number, c0: number, c1: number, c2: number, c3: number): number
+/** A call of `level` waiting for budget, of `c0…c3`, gave up: 1, or 0 when none waited there. */
+export declare function quotaLeave(handle: number, level: number, c0: number, c1: number, c2: number, c3: number): number
 
 /**
  * A response's rate-limit headers (`name: value` lines), for a call charged `c0…c3` at

@@ -351,14 +351,7 @@ function wake(rx, ks) {
     while ((call = ks.head) !== null) {
       // A deadline that passed while the event loop was blocked: its timer has not fired yet,
       // and the call must not run now (ADR 0609).
-      if (call._dlist !== null) {
-        const now = native.nowMs()
-        if (call._deadline <= now) {
-          deadlines.remove(call)
-          expire(call, now)
-          continue
-        }
-      }
+      if (deadlines.overdue(call)) continue
       if ((call = admitNext(ks)) === null) break
       if (call._permit >= 0) startWaiter(call)
       else refuseWaiter(call, rx._events.rejected(call._permit, ks.name, ks, call._prio))
@@ -484,6 +477,8 @@ function releaseStuck(call) {
 
 /** The thread's deadlines, shared by every instance. */
 const deadlines = new Deadlines(expire)
+
+quota.hooks.overdue = (call) => deadlines.overdue(call)
 
 /** What a retrying call's attempts report to (lib/retry.js sets them: it requires this module). */
 const retryHooks = { attemptEnded: null, refused: null, record: null }

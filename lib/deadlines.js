@@ -105,6 +105,20 @@ class Deadlines {
     // values seen within one timer period.
   }
 
+  /**
+   * A waiter's turn came: if its deadline passed meanwhile (a stall kept its timer from
+   * running), it leaves as its timer would have made it, and this returns true. Every line a
+   * call waits in asks this before it admits one (ADR 0609, 1108).
+   */
+  overdue(call) {
+    if (call._dlist === null) return false
+    const now = nowMs()
+    if (call._deadline > now) return false
+    this.remove(call)
+    this.onExpire(call, now)
+    return true
+  }
+
   arm(at, now) {
     if (this.timer !== null) clearTimeout(this.timer)
     this.armedAt = at

@@ -108,4 +108,4 @@ function leaveEngine(call) {
   else native.leaveQueueAt(call._ks.handle, call._prio.level)
 }
 
-module.exports = { enqueue, admitNext, leave, leaveEngine, insert: enqueue, unlink: unqueue }
+module.exports = { enqueue, admitNext, leave, leaveEngine, levelOf, insert: enqueue, unlink: unqueue }

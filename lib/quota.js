@@ -332,11 +332,16 @@ class Line {
     this.tails = null
     this.timer = null
     this.at = Infinity
+    /** pump() is asking: a waiter leaving meanwhile needs no timer of its own. */
+    this.pumping = false
   }
 }
 
-/** Hooks set by lib/call.js (which requires this module): start, queue or refuse a waiter. */
-const hooks = { admitted: null, refused: null }
+/**
+ * Hooks set by lib/call.js (which requires this module): start, queue or refuse a waiter, and
+ * expire one whose deadline passed before its turn (the limiter's queue asks the same).
+ */
+const hooks = { admitted: null, refused: null, overdue: null }
 
 let queueFns = null
 function lists() {
@@ -359,16 +364,16 @@ function leave(call) {
   const wasHead = line.head === call
   lists().unlink(line, call)
   call._permit = -1
-  if (ks.handle >= 0) native.quotaLeave(ks.handle, call._cost.c0, call._cost.c1, call._cost.c2, call._cost.c3)
+  if (ks.handle >= 0) native.quotaLeave(ks.handle, levelOf(call), call._cost.c0, call._cost.c1, call._cost.c2, call._cost.c3)
   if (line.head === null) disarm(line)
-  else if (wasHead) soon(ks)
+  else if (wasHead && !line.pumping) soon(ks)
 }
 
 /** A call told QUOTA_WAIT that never reached the line (its signal refused a listener). */
 function leaveEngine(call) {
   const c = call._cost
   call._permit = -1
-  if (call._ks.handle >= 0) native.quotaLeave(call._ks.handle, c.c0, c.c1, c.c2, c.c3)
+  if (call._ks.handle >= 0) native.quotaLeave(call._ks.handle, levelOf(call), c.c0, c.c1, c.c2, c.c3)
 }
 
 /** close(): the key's waiters have been answered; its timer goes. */
@@ -406,12 +411,23 @@ function pump(ks) {
   const line = ks.line
   line.timer = null
   line.at = Infinity
+  line.pumping = true
+  try {
+    pumpLine(ks, line)
+  } finally {
+    line.pumping = false
+  }
+}
+
+/** Lets the waiters through, the head first, until one must wait for budget. */
+function pumpLine(ks, line) {
   let call
   while ((call = line.head) !== null) {
     if (ks.handle < 0) return
+    // A deadline that passed during a stall: the call leaves, it is never let through (ADR 1108).
+    if (hooks.overdue(call)) continue
     const left = call._dlist !== null ? call._deadline - native.nowMs() : undefined
-    const prio = call._prio
-    const p = acquireCosting(ks, left, prio === null ? DEFAULT_LEVEL : prio.level, prio === null ? 0 : prio.id, call._cost, true)
+    const p = acquireCosting(ks, left, levelOf(call), call._prio === null ? 0 : call._prio.id, call._cost, true)
     if (p === QUOTA_WAIT) {
       arm(ks, clockCell[2])
       if (ks.fleet !== null) ks.fleet.want()
@@ -426,7 +442,10 @@ function pump(ks) {
   }
 }
 
-const { DEFAULT_LEVEL } = require('./native')
+/** A waiter's level: the limiter queue's rule (lib/queue.js), the same in both lines. */
+function levelOf(call) {
+  return lists().levelOf(call)
+}
 
 module.exports = {
   quotaOption, costOption, Cost, acquireCosting, rejection, charge, refund, restamp, observe, observeHeaders,

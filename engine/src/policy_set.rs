@@ -178,9 +178,9 @@ impl PolicySet {
     }
 
     /// Acquire on a key with a quota for a call that costs `costs`, as
-    /// [`acquire_at`](Self::acquire_at) past the quota. `head`: the oldest call waiting for
+    /// [`acquire_at`](Self::acquire_at) past the quota. `head`: the next call waiting for
     /// budget asks again (it leaves the wait unless told to wait more); a new call waits
-    /// behind every waiter. A call refused past the quota is refunded. A key without a quota
+    /// behind the waiters at its level or above, as in the limiter's queue (ADR 1108). A call refused past the quota is refunded. A key without a quota
     /// acquires as `acquire_at`.
     #[allow(clippy::too_many_arguments)]
     pub fn acquire_costing(
@@ -203,7 +203,7 @@ impl PolicySet {
             .is_some_and(|b| b.state(now) == BreakerState::Open)
         {
             if head {
-                q.dequeue(costs);
+                q.dequeue_at(level, costs);
             }
             self.throttle.drop_pass();
             self.rejections[RejectReason::Breaker as usize] += 1;
@@ -217,18 +217,18 @@ impl PolicySet {
         } else {
             ((budget_ns as f64 * crate::limiter::DEADLINE_SHARE) as u64).saturating_sub(run)
         };
-        match q.check(now, costs, wait_budget, head) {
+        match q.check_at(now, costs, wait_budget, head, level) {
             QuotaCheck::Take => {}
             QuotaCheck::Wait(t) => {
                 if !head {
-                    q.enqueue(costs);
+                    q.enqueue_at(level, costs);
                 }
                 self.throttle.drop_pass();
                 return Costed::Wait(t);
             }
             QuotaCheck::Refuse | QuotaCheck::Oversize => {
                 if head {
-                    q.dequeue(costs);
+                    q.dequeue_at(level, costs);
                 }
                 self.throttle.drop_pass();
                 self.rejections[RejectReason::Quota as usize] += 1;
@@ -240,7 +240,7 @@ impl PolicySet {
             }
         }
         if head {
-            q.dequeue(costs);
+            q.dequeue_at(level, costs);
         }
         q.take(now, costs);
         let a = self.acquire_at(now, rng, budget_ns, level, tenant);
@@ -290,9 +290,11 @@ impl PolicySet {
         }
     }
 
-    /// A call waiting for budget gave up. `false` when none waited.
-    pub fn quota_leave(&mut self, costs: &Costs) -> bool {
-        self.quota.as_mut().is_some_and(|q| q.dequeue(costs))
+    /// A call of `level` waiting for budget gave up. `false` when none waited there.
+    pub fn quota_leave(&mut self, level: u8, costs: &Costs) -> bool {
+        self.quota
+            .as_mut()
+            .is_some_and(|q| q.dequeue_at(level, costs))
     }
 
     /// The quota, if the key has one.

@@ -133,45 +133,100 @@ impl RecentLevels {
     }
 }
 
-/// Waiting calls by level: the waiters ahead of a call are those at its level or above.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct QueuedByLevel {
-    counts: [u32; LEVELS],
+/// What the waiters of one level hold: the limiter's queue counts them, the quota's line also
+/// sums what they cost (ADR 1108).
+pub trait Waiters: Copy + Default {
+    /// `other` joins these.
+    fn join(&mut self, other: &Self);
+    /// `other` leaves these; `false` (and nothing changes) when none waits.
+    fn leave(&mut self, other: &Self) -> bool;
+    /// How many wait.
+    fn count(&self) -> u32;
 }
 
-impl QueuedByLevel {
+impl Waiters for u32 {
     #[inline]
-    pub fn add(&mut self, level: u8) {
-        self.counts[(level as usize).min(LEVELS - 1)] += 1;
+    fn join(&mut self, other: &u32) {
+        *self += other;
     }
-
-    /// One fewer at `level`; false when none waits there.
     #[inline]
-    pub fn remove(&mut self, level: u8) -> bool {
-        let c = &mut self.counts[(level as usize).min(LEVELS - 1)];
-        if *c == 0 {
+    fn leave(&mut self, other: &u32) -> bool {
+        if *self < *other {
             return false;
         }
-        *c -= 1;
+        *self -= other;
         true
     }
-
-    /// Waiting at `level` or above.
     #[inline]
-    pub fn at_or_above(&self, level: u8) -> u32 {
-        self.counts[(level as usize).min(LEVELS - 1)..].iter().sum()
+    fn count(&self) -> u32 {
+        *self
+    }
+}
+
+/// Waiters by level. The one rule of every line a call waits in, the limiter's queue and the
+/// quota's (ADR 1001, 1108): a call waits behind the waiters at its level or above
+/// ([`at_or_above`](Self::at_or_above)), the highest level is admitted first.
+#[derive(Clone, Copy, Debug)]
+pub struct ByLevel<W> {
+    at: [W; LEVELS],
+}
+
+impl<W: Waiters> Default for ByLevel<W> {
+    fn default() -> Self {
+        ByLevel {
+            at: [W::default(); LEVELS],
+        }
+    }
+}
+
+impl<W: Waiters> ByLevel<W> {
+    #[inline]
+    pub fn join(&mut self, level: u8, w: &W) {
+        self.at[(level as usize).min(LEVELS - 1)].join(w);
+    }
+
+    /// `w` leaves `level`; false when none waits there.
+    #[inline]
+    pub fn leave(&mut self, level: u8, w: &W) -> bool {
+        self.at[(level as usize).min(LEVELS - 1)].leave(w)
+    }
+
+    /// The waiters a call of `level` waits behind: those at its level or above.
+    #[inline]
+    pub fn at_or_above(&self, level: u8) -> W {
+        let mut out = W::default();
+        for w in &self.at[(level as usize).min(LEVELS - 1)..] {
+            out.join(w);
+        }
+        out
     }
 
     /// The highest level with a waiter.
     pub fn highest(&self) -> Option<u8> {
         (0..LEVELS)
             .rev()
-            .find(|&i| self.counts[i] > 0)
+            .find(|&i| self.at[i].count() > 0)
             .map(|i| i as u8)
     }
 
-    pub fn at(&self, level: u8) -> u32 {
-        self.counts[(level as usize).min(LEVELS - 1)]
+    pub fn at(&self, level: u8) -> W {
+        self.at[(level as usize).min(LEVELS - 1)]
+    }
+}
+
+/// Waiting calls by level (the limiter's queue).
+pub type QueuedByLevel = ByLevel<u32>;
+
+impl QueuedByLevel {
+    #[inline]
+    pub fn add(&mut self, level: u8) {
+        self.join(level, &1);
+    }
+
+    /// One fewer at `level`; false when none waits there.
+    #[inline]
+    pub fn remove(&mut self, level: u8) -> bool {
+        self.leave(level, &1)
     }
 }
 

@@ -10,6 +10,7 @@
 //! ([`Cap`]); a refusal with a retry hint cools the whole key down once (ADR 1101).
 
 use crate::options::{OptionError, MAX_MS};
+use crate::priority::{ByLevel, Waiters, DEFAULT_LEVEL};
 use crate::quota_fleet::{Fleet, FleetMode};
 use crate::quota_headers::{Dimension, Reading};
 use crate::{Nanos, NANOS_PER_MS};
@@ -47,6 +48,48 @@ pub const DEFAULT_MAX_COOLDOWN_MS: u64 = 60_000;
 
 /// One number per cost, indexed as the key's quota names them.
 pub type Costs = [u64; COSTS];
+
+/// Calls waiting for budget at one level: how many, and what they cost together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Queued {
+    pub calls: u32,
+    pub costs: Costs,
+}
+
+impl Queued {
+    /// One call of `costs`.
+    pub fn one(costs: &Costs) -> Self {
+        Queued {
+            calls: 1,
+            costs: *costs,
+        }
+    }
+}
+
+impl Waiters for Queued {
+    fn join(&mut self, other: &Self) {
+        self.calls += other.calls;
+        for (q, c) in self.costs.iter_mut().zip(&other.costs) {
+            *q = q.saturating_add(*c);
+        }
+    }
+    fn leave(&mut self, other: &Self) -> bool {
+        if self.calls < other.calls {
+            return false;
+        }
+        self.calls -= other.calls;
+        for (q, c) in self.costs.iter_mut().zip(&other.costs) {
+            *q = q.saturating_sub(*c);
+        }
+        if self.calls == 0 {
+            self.costs = [0; COSTS];
+        }
+        true
+    }
+    fn count(&self) -> u32 {
+        self.calls
+    }
+}
 
 /// One dimension: what it charges, how much per window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -345,8 +388,10 @@ pub struct Quota {
     cooldown_until: Nanos,
     /// The longest one cooldown, or one reading's hold, lasts (ADR 1104).
     max_cooldown_ns: u64,
-    waiting: u32,
-    queued: Costs,
+    /// The calls waiting for budget, all of them and by level (held by the caller; counted
+    /// here). By level from the first that waits: 800 bytes (ADR 1108).
+    queued: Queued,
+    levels: Option<Box<ByLevel<Queued>>>,
     cooldowns: u64,
     /// The last charge, and how long the longest window keeps one.
     last_charge: Nanos,
@@ -368,8 +413,8 @@ impl Quota {
             announced: [None; COSTS],
             cooldown_until: 0,
             max_cooldown_ns: opts.max_cooldown_ns.max(1),
-            waiting: 0,
-            queued: [0; COSTS],
+            queued: Queued::default(),
+            levels: None,
             cooldowns: 0,
             last_charge: 0,
             keeps_ns: opts
@@ -382,17 +427,31 @@ impl Quota {
         }
     }
 
-    /// Whether a call of `costs` fits now. `head`: the oldest waiter asks, and those behind it
-    /// do not count; a new call waits behind every waiter (FIFO). `budget_ns`: its deadline.
+    /// [`check_at`](Self::check_at) for a call of the default level.
     pub fn check(&mut self, now: Nanos, costs: &Costs, budget_ns: u64, head: bool) -> QuotaCheck {
+        self.check_at(now, costs, budget_ns, head, DEFAULT_LEVEL)
+    }
+
+    /// Whether a call of `costs` and `level` fits now. `head`: the next waiter to let through
+    /// asks, and those behind it do not count; a new call waits behind the waiters at its
+    /// level or above, as in the limiter's queue (ADR 1001, 1108). `budget_ns`: its deadline.
+    pub fn check_at(
+        &mut self,
+        now: Nanos,
+        costs: &Costs,
+        budget_ns: u64,
+        head: bool,
+        level: u8,
+    ) -> QuotaCheck {
         if self.dims.iter().any(|(c, w)| costs[*c as usize] > w.limit) {
             return QuotaCheck::Oversize;
         }
-        let ahead = if head || self.waiting == 0 {
-            [0; COSTS]
-        } else {
-            self.queued
+        let ahead = match &self.levels {
+            Some(l) if !head && self.queued.calls > 0 => l.at_or_above(level),
+            _ => Queued::default(),
         };
+        let first = ahead.calls == 0;
+        let ahead = ahead.costs;
         if self
             .fleet
             .as_ref()
@@ -401,7 +460,6 @@ impl Quota {
             self.end_shares();
         }
         let ready = self.ready_at(now, costs, &ahead);
-        let first = head || self.waiting == 0;
         if let Some(f) = &mut self.fleet {
             match f.mode {
                 FleetMode::Leased if ready <= now || !first => {
@@ -517,27 +575,31 @@ impl Quota {
         }
     }
 
-    /// A call starts waiting for budget.
+    /// A call of the default level starts waiting for budget.
     pub fn enqueue(&mut self, costs: &Costs) {
-        self.waiting += 1;
-        for (q, c) in self.queued.iter_mut().zip(costs) {
-            *q += c;
-        }
+        self.enqueue_at(DEFAULT_LEVEL, costs);
     }
 
-    /// A waiting call leaves the wait (admitted or given up). `false` when none waited.
+    /// A call of `level` starts waiting for budget.
+    pub fn enqueue_at(&mut self, level: u8, costs: &Costs) {
+        let one = Queued::one(costs);
+        self.queued.join(&one);
+        self.levels
+            .get_or_insert_with(Default::default)
+            .join(level, &one);
+    }
+
+    /// A waiting call of the default level leaves the wait. `false` when none waited.
     pub fn dequeue(&mut self, costs: &Costs) -> bool {
-        if self.waiting == 0 {
-            return false;
-        }
-        self.waiting -= 1;
-        for (q, c) in self.queued.iter_mut().zip(costs) {
-            *q = q.saturating_sub(*c);
-        }
-        if self.waiting == 0 {
-            self.queued = [0; COSTS];
-        }
-        true
+        self.dequeue_at(DEFAULT_LEVEL, costs)
+    }
+
+    /// A waiting call of `level` leaves the wait (let through or given up). `false` when none
+    /// waited there.
+    pub fn dequeue_at(&mut self, level: u8, costs: &Costs) -> bool {
+        let one = Queued::one(costs);
+        let left = self.levels.as_mut().is_some_and(|l| l.leave(level, &one));
+        left && self.queued.leave(&one)
     }
 
     /// What a response said about the upstream's budget, for a call charged `costs` at `at`.
@@ -648,7 +710,7 @@ impl Quota {
 
     /// Calls waiting for budget.
     pub fn waiting(&self) -> u32 {
-        self.waiting
+        self.queued.calls
     }
 
     /// Cooldowns begun so far.
@@ -670,7 +732,7 @@ impl Quota {
 
     /// Something is charged within a window, or a call waits: the key's state matters.
     pub fn holds(&self, now: Nanos) -> bool {
-        self.waiting > 0
+        self.queued.calls > 0
             || (self.last_charge != 0 && now < self.last_charge.saturating_add(self.keeps_ns))
     }
 
@@ -746,7 +808,7 @@ impl Quota {
 
     /// What the calls waiting for budget cost, by dimension.
     pub fn queued_by_dim(&self) -> [u64; MAX_DIMS] {
-        by_dim(&self.dims, &self.queued)
+        by_dim(&self.dims, &self.queued.costs)
     }
 
     /// The dimensions' charged buckets at `now` as (dimension, age in buckets, amount,
@@ -767,6 +829,10 @@ impl Quota {
                 .fleet
                 .as_ref()
                 .map_or(0, |_| std::mem::size_of::<Fleet>())
+            + self
+                .levels
+                .as_ref()
+                .map_or(0, |_| std::mem::size_of::<ByLevel<Queued>>())
     }
 }
 

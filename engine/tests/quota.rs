@@ -502,10 +502,91 @@ fn a_waiter_is_counted_until_it_is_admitted_or_leaves() {
         panic!("behind the first waiter")
     };
     assert!(t2 > t, "the second waiter waits for the first's budget too");
-    assert!(e.policies_mut(h).unwrap().quota_leave(&c));
+    assert!(
+        !e.policies_mut(h).unwrap().quota_leave(3, &c),
+        "none waits at level 3"
+    );
+    assert!(e.policies_mut(h).unwrap().quota_leave(11, &c));
     assert!(matches!(
         e.acquire_costing(h, t, u64::MAX, 11, 0, &c, true).unwrap(),
         Costed::Now(Acquired::Permit(_))
     ));
     assert_eq!(e.policies_mut(h).unwrap().quota().unwrap().waiting(), 0);
+}
+
+/// A call waits for budget behind the waiters at its level or above, as in the limiter's queue
+/// (ADR 1001, 1108): a critical call is not refused for the sheddable calls waiting, a
+/// sheddable one is, and leaving is counted by level.
+#[test]
+fn a_call_waits_for_budget_only_behind_the_waiters_at_its_level_or_above() {
+    use resilix_engine::Priority;
+    let (mut e, h) = engine(None);
+    let (low, high) = (Priority::Sheddable.level(3), Priority::Critical.level(3));
+    let c = call(10);
+    for i in 0..3 {
+        let r = e.acquire_costing(h, ms(i), u64::MAX, low, 0, &c, false);
+        assert!(matches!(r.unwrap(), Costed::Now(Acquired::Permit(_))));
+    }
+    // 3 requests a second are spent: 60 sheddable calls wait, 20 s of budget.
+    for _ in 0..60 {
+        let r = e.acquire_costing(h, ms(10), u64::MAX, low, 0, &c, false);
+        assert!(matches!(r.unwrap(), Costed::Wait(_)), "{r:?}");
+    }
+    // Alone, a call fits in about 1.1 s: a critical one with 2 s waits, ahead of them all.
+    let critical = e
+        .acquire_costing(h, ms(10), 2_000 * NANOS_PER_MS, high, 0, &c, false)
+        .unwrap();
+    let Costed::Wait(t) = critical else {
+        panic!("a critical call behind 60 sheddable waiters: {critical:?}")
+    };
+    assert!(t <= ms(1_200), "ready at {} ms", (t - T0) / NANOS_PER_MS);
+    // A sheddable one with the same deadline waits behind the 60: refused at once.
+    let r = e
+        .acquire_costing(h, ms(10), 2_000 * NANOS_PER_MS, low, 0, &c, false)
+        .unwrap();
+    assert_eq!(r, Costed::Now(Acquired::Rejected(RejectReason::Quota)));
+    // A second critical call waits behind the first only.
+    let Costed::Wait(t2) = e
+        .acquire_costing(h, ms(10), 2_000 * NANOS_PER_MS, high, 0, &c, false)
+        .unwrap()
+    else {
+        panic!("a second critical call")
+    };
+    assert!(t2 >= t);
+    let p = e.policies_mut(h).unwrap();
+    assert_eq!(p.quota().unwrap().waiting(), 62);
+    assert!(p.quota_leave(high, &c) && p.quota_leave(high, &c));
+    assert!(!p.quota_leave(high, &c), "no critical call waits any more");
+    assert_eq!(p.quota().unwrap().waiting(), 60);
+}
+
+/// A new call with budget free and only lower levels waiting takes it at once: those waiters
+/// wait behind it anyway (ADR 1108).
+#[test]
+fn a_higher_call_takes_free_budget_while_lower_ones_wait_for_more() {
+    use resilix_engine::Priority;
+    let (mut e, h) = engine(None);
+    let (low, high) = (Priority::Sheddable.level(3), Priority::High.level(3));
+    // 900 of 1 000 tokens spent: a sheddable call of 500 waits, a high one of 50 fits.
+    assert!(matches!(
+        e.acquire_costing(h, ms(0), u64::MAX, low, 0, &call(900), false)
+            .unwrap(),
+        Costed::Now(Acquired::Permit(_))
+    ));
+    assert!(matches!(
+        e.acquire_costing(h, ms(1), u64::MAX, low, 0, &call(500), false)
+            .unwrap(),
+        Costed::Wait(_)
+    ));
+    assert!(matches!(
+        e.acquire_costing(h, ms(2), u64::MAX, high, 0, &call(50), false)
+            .unwrap(),
+        Costed::Now(Acquired::Permit(_))
+    ));
+    // One of the same level waits behind the sheddable one's 500: it does not fit.
+    assert!(matches!(
+        e.acquire_costing(h, ms(3), u64::MAX, low, 0, &call(40), false)
+            .unwrap(),
+        Costed::Wait(_)
+    ));
 }

@@ -39,16 +39,22 @@ fn at_of(ms: f64) -> Nanos {
     }
 }
 
+/// A level as JS passes it; anything else is the default level.
+#[inline]
+fn level_of_code(level: f64) -> u8 {
+    if level.is_finite() && level >= 0.0 {
+        (level as u32).min(LEVELS as u32 - 1) as u8
+    } else {
+        resilix_engine::DEFAULT_LEVEL
+    }
+}
+
 fn acquire_costing_impl(handle: f64) -> f64 {
     let [budget_ms, level, tenant, head, c0, c1, c2, c3] = std::array::from_fn(|i| cell(3 + i));
     let t = now();
     publish(t);
     let budget = budget_of(budget_ms);
-    let level = if level.is_finite() && level >= 0.0 {
-        (level as u32).min(LEVELS as u32 - 1) as u8
-    } else {
-        resilix_engine::DEFAULT_LEVEL
-    };
+    let level = level_of_code(level);
     let tenant = super::levels::tenant_of(tenant);
     let costs = costs_of([c0, c1, c2, c3]);
     with_engine(handle, |e, k| {
@@ -118,12 +124,13 @@ pub fn quota_restamp(handle: f64, at_ms: f64, c0: f64, c1: f64, c2: f64, c3: f64
     .unwrap_or(STALE_HANDLE)
 }
 
-/// A call waiting for budget, of `c0…c3`, gave up: 1, or 0 when none waited.
+/// A call of `level` waiting for budget, of `c0…c3`, gave up: 1, or 0 when none waited there.
 #[napi(catch_unwind)]
-pub fn quota_leave(handle: f64, c0: f64, c1: f64, c2: f64, c3: f64) -> f64 {
+pub fn quota_leave(handle: f64, level: f64, c0: f64, c1: f64, c2: f64, c3: f64) -> f64 {
     let costs = costs_of([c0, c1, c2, c3]);
+    let level = level_of_code(level);
     with_engine(handle, |e, k| match e.policies_mut(k) {
-        Ok(p) => p.quota_leave(&costs) as u8 as f64,
+        Ok(p) => p.quota_leave(level, &costs) as u8 as f64,
         Err(_) => STALE_HANDLE,
     })
     .unwrap_or(STALE_HANDLE)

@@ -16,6 +16,11 @@ const RETRY_MS = 1000
 const MAX_LEASES = 256
 /** How often a key the store never answered looks whether its client has connected. */
 const CONNECT_POLL_MS = 10
+/**
+ * How long a key the store never answered waits for a client that is still connecting and has
+ * reported no error: 1 s, a guess (ADR 1105).
+ */
+const CONNECT_MS = 1000
 
 /** The instance's side of a store: its process id, and a FleetKey per key it shares. */
 class Fleet {
@@ -203,12 +208,12 @@ class FleetKey {
     const probe = down && !this.probed
     if (probe) flush = true
     if (!store.ready()) {
-      // A key the store never answered waits for its client to connect, as long as it would
-      // wait for an answer (ADR 1105); then, and every retry after, it is an error.
+      // A key the store never answered waits for its client to connect, unless the client
+      // already said why it cannot (ADR 1105); then, and every retry after, it is an error.
       if (!this.reached && !down) {
         const now = native.nowMs()
-        if (this.connectBy === 0) this.connectBy = now + store.timeoutMs
-        if (now < this.connectBy) {
+        if (this.connectBy === 0) this.connectBy = now + Math.max(store.timeoutMs, CONNECT_MS)
+        if (now < this.connectBy && store.clientError === null) {
           this.arm(Math.min(CONNECT_POLL_MS, this.connectBy - now), () => this.ask(flush))
           return
         }

@@ -300,7 +300,7 @@ class FleetKey {
     if (wasDown) {
       native.quotaRejoin(ks.handle)
       this.mode = 0
-      // The error was the outage's: it is over (ADR 1105).
+      // The error was the outage's: it is over (ADR 1106).
       this.lastError = null
       this.fleet.rx._events.storeChanged(ks, 'leased', null)
     }

@@ -1,5 +1,5 @@
 'use strict'
-// The lease script's reply, checked before any of it is used (ADR 1105): a client, proxy or
+// The lease script's reply, checked before any of it is used (ADR 1106): a client, proxy or
 // wrapper may resolve with anything, and a reply the script cannot have produced is a store
 // error, never a crash or a key left waiting on a lease that is not coming.
 

@@ -7,7 +7,7 @@
 
 const { native, QUOTA_RING } = require('./native')
 const { processId } = require('./store/redis')
-const { parseLease } = require('./store/reply')
+const { checkLease } = require('./store/reply')
 
 const MODES = ['leased', 'fallback', 'refusing']
 /** How often a process whose store is down tries it again: once a second. */
@@ -257,10 +257,9 @@ class FleetKey {
       if (seq !== this.seq || this.closed) return
       this.seq++
       this.asking = false
-      let lease = null
       if (err === null) {
-        lease = parseLease(reply, n)
-        if (typeof lease === 'string') err = new Error(lease)
+        const wrong = checkLease(reply, n)
+        if (wrong !== null) err = new Error(wrong)
       } else err = this.fleet.store.named(err, this.limits)
       if (err !== null) {
         if (!down) {
@@ -272,7 +271,7 @@ class FleetKey {
       } else if (probe) {
         this.probed = true
         this.ask(false)
-      } else this.answered(lease, sentAt, flush, performance.now() - t0)
+      } else this.answered(reply, sentAt, flush, performance.now() - t0)
     }
     timer = setTimeout(() => done(new Error(`the store did not answer within ${store.timeoutMs} ms`)), store.timeoutMs)
     timer.unref?.()
@@ -286,17 +285,26 @@ class FleetKey {
     Promise.resolve(p).then((r) => done(null, r), (err) => done(err instanceof Error ? err : new Error(String(err))))
   }
 
-  /** A lease the store granted (`r`, parsed: lib/store/reply.js). */
+  /** A reply of the lease script (checked: lib/store/reply.js). */
   answered(r, sentAt, flush, ms) {
     const ks = this.ks
     if (ks.handle < 0) return
     this.latencyMs = this.latencyMs === 0 ? ms : this.latencyMs * 0.8 + ms * 0.2
+    const n = this.n
     const wasDown = this.mode !== 0
     this.reached = true
-    this.gen = r.gen
-    this.procs = r.procs
-    const { coolLeft, life, wait, granted, fields } = r
-    this.sums = r.sums
+    this.gen = String(r[0])
+    this.procs = Math.max(1, Number(r[1]))
+    const coolLeft = Number(r[2])
+    const life = Number(r[3])
+    const wait = Number(r[4])
+    const granted = []
+    const fields = []
+    for (let i = 0; i < n; i++) {
+      granted.push(Number(r[5 + 3 * i]))
+      fields.push(Number(r[6 + 3 * i]))
+      this.sums[i] = Number(r[7 + 3 * i])
+    }
     if (wasDown) {
       native.quotaRejoin(ks.handle)
       this.mode = 0

@@ -3,32 +3,22 @@
 // wrapper may resolve with anything, and a reply the script cannot have produced is a store
 // error, never a crash or a key left waiting on a lease that is not coming.
 
-/**
- * The reply to a lease for `n` budgets: `{ gen, procs, coolLeft, life, wait, granted, fields,
- * sums }`, or a string saying what is wrong with it.
- */
-function parseLease(r, n) {
+/** What is wrong with `r` as the reply to a lease for `n` budgets, or null: nothing. */
+function checkLease(r, n) {
   const want = 5 + 3 * n
   if (!Array.isArray(r)) return `the store replied ${shown(r)}, not the lease script's list of ${want} values`
   if (r.length !== want) return `the store replied a list of ${r.length} values, not the lease script's ${want}`
   if (typeof r[0] !== 'string' || !/^\d{1,20}\.\d{1,20}$/.test(r[0])) return `the store replied ${shown(r[0])} as the window's generation, not the lease script's "seconds.microseconds"`
   for (let i = 1; i < want; i++) {
-    const v = r[i]
+    // An integer, or its decimal text (ioredis's stringNumbers option).
+    const v = typeof r[i] === 'string' && /^-?\d{1,16}$/.test(r[i]) ? Number(r[i]) : r[i]
     // A field and a sum may be any integer; every other value is a count, a duration or a grant.
     const signed = i >= 5 && (i - 5) % 3 !== 0
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || (!signed && v < 0) || (i === 1 && v < 1)) {
-      return `the store replied ${shown(v)} as value ${i + 1} of the lease, not what the lease script returns there`
+      return `the store replied ${shown(r[i])} as value ${i + 1} of the lease, not what the lease script returns there`
     }
   }
-  const granted = []
-  const fields = []
-  const sums = []
-  for (let i = 0; i < n; i++) {
-    granted.push(r[5 + 3 * i])
-    fields.push(r[6 + 3 * i])
-    sums.push(r[7 + 3 * i])
-  }
-  return { gen: r[0], procs: r[1], coolLeft: r[2], life: r[3], wait: r[4], granted, fields, sums }
+  return null
 }
 
 function shown(v) {
@@ -39,4 +29,4 @@ function shown(v) {
   return `a value of type ${typeof v}`
 }
 
-module.exports = { parseLease }
+module.exports = { checkLease }

@@ -273,7 +273,10 @@ class FleetKey {
         this.ask(false)
       } else this.answered(reply, sentAt, flush, performance.now() - t0)
     }
-    timer = setTimeout(() => done(new Error(`the store did not answer within ${store.timeoutMs} ms`)), store.timeoutMs)
+    // Judged a turn later: after a stall of this process, an answer already received is read
+    // first (timers run before sockets are read) (ADR 1106).
+    const late = () => done(new Error(`the store did not answer within ${store.timeoutMs} ms`))
+    timer = setTimeout(() => setImmediate(late), store.timeoutMs)
     timer.unref?.()
     let p
     try {

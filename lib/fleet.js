@@ -273,10 +273,7 @@ class FleetKey {
         this.ask(false)
       } else this.answered(reply, sentAt, flush, performance.now() - t0)
     }
-    // Judged a turn later: after a stall of this process, an answer already received is read
-    // first (timers run before sockets are read) (ADR 1106).
-    const late = () => done(new Error(`the store did not answer within ${store.timeoutMs} ms`))
-    timer = setTimeout(() => setImmediate(late), store.timeoutMs)
+    timer = setTimeout(() => done(new Error(`the store did not answer within ${store.timeoutMs} ms`)), store.timeoutMs)
     timer.unref?.()
     let p
     try {

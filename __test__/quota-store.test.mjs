@@ -205,7 +205,7 @@ function connecting(port, opts = {}) {
   return c
 }
 
-test('a store never reached: a call waits for the client up to timeoutMs, then the key refuses, naming the client\'s error', async () => {
+test('a store never reached: a call waits while the client connects, then the key refuses, naming the client\'s error', async () => {
   const c = connecting(await closedPort())
   const listening = c.listenerCount('error')
   const rx = new Resilix({ quota: { requests: 8, windowMs: 60_000 }, quotaStore: redisQuotaStore(c) })

@@ -328,7 +328,7 @@ declare const quotaStoreBrand: unique symbol
 
 /** A shared quota's store as `stats()` reports it (`QuotaStats.store`). */
 export interface QuotaStoreStats {
-  /** `'leased'`: the store answers; `'fallback'`: it cannot be reached and this process keeps to its share; `'refusing'`: it cannot be reached and calls are refused (`whenDown: 'refuse'`). */
+  /** `'leased'`: the store answers; `'fallback'`: it cannot be reached and this process keeps to its share; `'refusing'`: it cannot be reached and calls are refused (`whenDown: 'refuse'`, or it never answered for this key and the store has no `processes`). */
   state: 'leased' | 'fallback' | 'refusing'
   /** Processes the store saw use this key's quota within its window, this one included. */
   processes: number
@@ -338,9 +338,9 @@ export interface QuotaStoreStats {
   leases: number
   /** Times it fell back. */
   fallbacks: number
-  /** Calls to the store that failed or timed out. */
+  /** Calls to the store that failed, timed out or got a reply it cannot give, and retries that found its client not connected. */
   errors: number
-  /** The last such failure's message, or null. */
+  /** The last such failure's message while the store cannot be reached; null once it answers again. */
   lastError: string | null
 }
 

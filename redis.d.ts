@@ -4,7 +4,7 @@
 import type { QuotaStore } from './index.js'
 
 export interface RedisQuotaStoreOptions {
-  /** Prefix of the Redis keys (`<prefix>:{<key>}:w` and `:p`, one hash slot per key); every one expires two windows after its last use. Default `'resilix'`. */
+  /** Prefix of the Redis keys (`<prefix>:{<key>}:w` and `:p`, one hash slot per key; `%`, `{` and `}` in the key are written `%25`, `%7B`, `%7D`); no `{` or `}`; every one expires two windows after its last use. Default `'resilix'`. */
   prefix?: string
   /** How long a call to Redis may take before this process falls back, ms. Default 250 (a guess: a loopback Redis answers in under 1 ms, a cross-zone one in a few). */
   timeoutMs?: number
@@ -14,6 +14,12 @@ export interface RedisQuotaStoreOptions {
    * within 1.25 × the budget); `'refuse'` refuses every call with reason `'quota'`. Default `'share'`.
    */
   whenDown?: 'share' | 'refuse'
+  /**
+   * The most processes that share the budget, for a process that has not reached Redis yet (it
+   * knows nothing of the fleet): it keeps to an equal share, the budget / `processes`. Default:
+   * none, and such a process refuses every call with reason `'quota'` until Redis answers.
+   */
+  processes?: number
   /** The keys whose quota is shared: a list, or a function of the key. Default: every key. */
   keys?: readonly string[] | ((key: string) => boolean)
 }
@@ -25,7 +31,8 @@ export type RedisClientLike =
 
 /**
  * A quota store in Redis, for `new Resilix({ quota, quotaStore })`. Pass the client you
- * already have, connected; resilix never connects, closes or configures it.
+ * already have; resilix never connects, closes or configures it. While an instance uses the
+ * store, it listens to the client's `error` events, to name them in `lastError`.
  * @throws {TypeError | RangeError} a client that is neither ioredis nor node-redis, or a bad option.
  */
 export declare function redisQuotaStore(client: RedisClientLike, options?: RedisQuotaStoreOptions): QuotaStore

@@ -10,7 +10,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { startRedis } from './fixtures/redis-server.mjs'
 import { startLlmUpstream } from './fixtures/llm-upstream.mjs'
-import { runFleet, budgetUsed, shares, steadyPeriod } from './fixtures/fleet.mjs'
+import { runFleet, budgetUsed, shares, steadyPeriod, peakSpend } from './fixtures/fleet.mjs'
 
 const WINDOW_MS = 3_000
 const quota = { requests: 500, tokens: 200_000, windowMs: WINDOW_MS }
@@ -73,13 +73,79 @@ test('a process that goes idle gives its share to the others within a window', a
     // From one window after it went idle, the three others use the whole budget between them.
     const used = budgetUsed(s, idleAt + WINDOW_MS, to)
     const before = shares(reports, steadyPeriod(reports, WINDOW_MS).from, idleAt)
-    const errors = report('one goes idle', s, reports, { usedAfterIdle: used.toFixed(3), sharesBefore: before.map((x) => x.toFixed(2)).join(' ') })
+    // What the four used before, on this machine: a busy one lowers both.
+    const usedBefore = budgetUsed(s, steadyPeriod(reports, WINDOW_MS).from, idleAt)
+    const errors = report('one goes idle', s, reports, {
+      usedBeforeIdle: usedBefore.toFixed(3), usedAfterIdle: used.toFixed(3), sharesBefore: before.map((x) => x.toFixed(2)).join(' '),
+    })
     assert.equal(s.rejected429, 0)
     assert.equal(errors, 0, reports.flatMap((p) => p.errors)[0])
-    assert.ok(used >= 0.9, `after the idle one's window, the others used ${used} of the budget`)
+    // Had the idle one kept its share, the three others could use 0.75 of the budget at most;
+    // 0.85 lies between that and what they use with it (0.89-0.97 here, lower as the machine is
+    // busier: the calls they offer are late then too).
+    assert.ok(used >= 0.85, `after the idle one's window, the others used ${used} of the budget`)
     assert.ok(before[0] >= 0.7, `the idle one had its share before: ${before}`)
   } finally {
     await up.close()
+  }
+})
+
+/**
+ * A fleet before it has reached Redis: the upstream counts without refusing (10 × the quota),
+ * and the most the fleet spent in any window, as a multiple of the budget, is judged against
+ * the bound the README states for a fleet without Redis (ADR 1105). Spent as the processes
+ * admitted it: the upstream's own count also holds calls that a loaded machine delivered late,
+ * after their charge left the window (printed beside it).
+ */
+async function unreachedFleet(name, { n, redisOf, durationMs, each }) {
+  const up = await startLlmUpstream({ requests: quota.requests * 10, tokens: quota.tokens * 10, windowMs: WINDOW_MS })
+  try {
+    const reports = await runFleet({ n, redis: redisOf, upstream: up, quota, durationMs, staggerMs: 0, seed: 11, each })
+    const s = await up.stats()
+    const peak = peakSpend(reports, quota)
+    const atUpstream = Math.max(s.maxTokensInWindow / quota.tokens, s.maxRequestsInWindow / quota.requests)
+    const admitted = reports.map((p) => p.admitted.length)
+    const errors = report(name, s, reports, {
+      peakOfBudget: peak.toFixed(3), atUpstream: atUpstream.toFixed(3), admitted: admitted.join(' '), connectMs: reports.map((p) => p.connectMs).join(' '), lastError: reports[0].store.lastError,
+    })
+    assert.equal(errors, 0, reports.flatMap((p) => p.errors)[0])
+    assert.ok(peak <= 1.25, `the fleet spent ${peak.toFixed(3)} × the budget in one window`)
+    return { reports, peak, admitted }
+  } finally {
+    await up.close()
+  }
+}
+
+test('4 processes calling as soon as they are created, their clients still connecting: within the budget from the first call', async () => {
+  const { reports, peak } = await unreachedFleet('calling while connecting', { n: 4, redisOf: redis, durationMs: 2 * WINDOW_MS, each: () => ({ eager: true }) })
+  // They waited for their clients, then leased: the fleet's window in Redis counted every call
+  // (0.997-0.999 here); a lease slower than timeoutMs on a loaded machine falls back to ADR
+  // 1102's share, which the bound above allows for (1.068 once at load 14).
+  for (const p of reports) {
+    // A client slower to connect than the wait refuses until it is (never a guessed share); a
+    // lease slower than timeoutMs later on falls back to the share ADR 1102 gives.
+    assert.equal(p.store.state, 'leased', `events ${p.events.map(([, e]) => e)}`)
+    assert.ok(p.admitted.length > 0)
+  }
+})
+
+test('3 processes against a Redis that needs a password they lack: within the budget, and the error is NOAUTH', async () => {
+  const locked = await startRedis({ password: 'not-given' })
+  try {
+    // Told nothing of the fleet, they refuse rather than each spend the whole budget.
+    const refusing = await unreachedFleet('no password', { n: 3, redisOf: locked, durationMs: WINDOW_MS, each: () => ({ eager: true }) })
+    assert.deepEqual(refusing.admitted, [0, 0, 0])
+    // Told the fleet's size, each keeps to an equal share.
+    const sharing = await unreachedFleet('no password, processes: 3', { n: 3, redisOf: locked, durationMs: 2 * WINDOW_MS, each: () => ({ eager: true, processes: 3 }) })
+    // Equal shares sum to the budget (0.991-0.996 here); a stall between a call's charge and its
+    // fn starting moves its recorded time a little.
+    assert.ok(sharing.peak <= 1.05, `${sharing.peak.toFixed(3)} × the budget`)
+    for (const p of [...refusing.reports, ...sharing.reports]) {
+      assert.match(p.store.lastError, /NOAUTH Authentication required/)
+      assert.equal(p.store.state, p.events[0][1])
+    }
+  } finally {
+    await locked.close()
   }
 })
 
@@ -96,7 +162,8 @@ async function faultyFleet(name, fault) {
     await fault(redis)
     const reports = await run
     const s = await up.stats()
-    const errors = report(name, s, reports, { events: reports.map((p) => p.events.map(([t, e]) => `${e}@${t - faultAt}`).join(',')).join(' | ') })
+    const stalls = reports.map((p) => p.stalls.filter(([t]) => t > faultAt - 1_000).reduce((a, [, ms]) => Math.max(a, ms), 0))
+    const errors = report(name, s, reports, { events: reports.map((p) => p.events.map(([t, e]) => `${e}@${t - faultAt}`).join(',')).join(' | '), longestStallMs: stalls.join(' ') })
     assert.equal(s.rejected429, 0, 'within 1.25 × the quota throughout')
     assert.equal(errors, 0, reports.flatMap((p) => p.errors)[0])
     for (const p of reports) {
@@ -106,8 +173,11 @@ async function faultyFleet(name, fault) {
       assert.deepEqual(states.slice(0, 1), ['fallback'], `events ${states}`)
       assert.equal(states.at(-1), 'leased', `shares through Redis again: ${states}`)
       assert.equal(p.store.state, 'leased')
-      // It fell back within a second of the fault.
-      assert.ok(p.events[0][0] - faultAt <= 1_000 + 250, `fell back ${p.events[0][0] - faultAt} ms after`)
+      // It fell back within a second of the fault, of the time it ran: a loaded machine that
+      // did not run the process (its stalls) delays every timer of it, the store's too.
+      const after = p.events[0][0] - faultAt
+      const stalled = p.stalls.filter(([t]) => t > faultAt && t <= p.events[0][0] + 100).reduce((a, [, ms]) => a + ms, 0)
+      assert.ok(after - stalled <= 1_000 + 250, `fell back ${after} ms after, ${stalled} ms of it stalled`)
     }
     return reports
   } finally {

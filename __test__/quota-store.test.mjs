@@ -6,6 +6,8 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import net from 'node:net'
+import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Resilix, isRejectedError } from '../index.js'
 import { redisQuotaStore } from '../redis.js'
@@ -41,6 +43,7 @@ test('options: a bad client or option is refused with an error that names it', a
   assert.throws(() => redisQuotaStore({ get() {} }), /neither evalsha \(ioredis\) nor evalSha \(node-redis\)/)
   assert.throws(() => redisQuotaStore(c, { prefx: 'a' }), /unknown redisQuotaStore option prefx.*prefix/)
   assert.throws(() => redisQuotaStore(c, { prefix: '' }), /prefix must be a string of 1 to 100/)
+  assert.throws(() => redisQuotaStore(c, { prefix: 'app{1}' }), /prefix must be a string of 1 to 100 characters without \{ or \}, got the string "app\{1\}"/)
   assert.throws(() => redisQuotaStore(c, { timeoutMs: 0 }), /timeoutMs must be a number of ms from 1 to 60000, got 0/)
   assert.throws(() => redisQuotaStore(c, { whenDown: 'wait' }), /whenDown must be 'share' or 'refuse'/)
   assert.throws(() => redisQuotaStore(c, { keys: 'api' }), /keys must be an array of keys or a function/)
@@ -182,26 +185,214 @@ test('a header reading seen by one process holds the others back', async () => {
   }
 })
 
-test('a store not connected: the process falls back to its share at once, and says so', async () => {
-  const c = await ioredis(1, { lazyConnect: true }) // never connects
+/** A loopback port nothing listens on. */
+function closedPort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer()
+    s.on('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/** An ioredis client still connecting (or never able to): not awaited. */
+function connecting(port, opts = {}) {
+  const c = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 100, enableOfflineQueue: false, ...opts })
+  c.on('error', () => {})
+  clients.push(c)
+  return c
+}
+
+test('a store never reached: a call waits while the client connects, then the key refuses, naming the client\'s error', async () => {
+  const c = connecting(await closedPort())
+  const listening = c.listenerCount('error')
   const rx = new Resilix({ quota: { requests: 8, windowMs: 60_000 }, quotaStore: redisQuotaStore(c) })
+  assert.equal(c.listenerCount('error'), listening + 1, 'the store listens to the client while an instance uses it')
   const events = []
   rx.onStore((e) => events.push(e))
   try {
-    const t0 = Date.now()
-    const out = await Promise.all(Array.from({ length: 10 }, () => rx.execute(() => 1, { key: 'k', timeoutMs: 200 }).catch((e) => e.reason)))
-    assert.ok(Date.now() - t0 < 400, 'nothing waited on the store')
-    // Alone, its share is the whole budget.
-    assert.equal(out.filter((x) => x === 1).length, 8)
-    assert.equal(out.filter((x) => x === 'quota').length, 2)
+    const out = await Promise.all(Array.from({ length: 10 }, () => rx.execute(() => 1, { key: 'k', timeoutMs: 2_000 }).catch((e) => e.reason)))
+    // It knows nothing of the fleet: spending the whole budget could be N × it (ADR 1105).
+    assert.deepEqual(out, new Array(10).fill('quota'))
     const s = rx.stats('k').quota.store
-    assert.equal(s.state, 'fallback')
-    assert.equal(s.fallbacks, 1)
-    assert.match(s.lastError, /not connected/)
-    assert.deepEqual(events, [{ key: 'k', state: 'fallback', error: 'the store is not connected' }])
+    assert.equal(s.state, 'refusing')
+    assert.match(s.lastError, /^the store is not connected \(its client's last error: .*ECONNREFUSED/)
+    assert.deepEqual(events.map((e) => e.state), ['refusing'])
+    assert.equal(events[0].error, s.lastError)
   } finally {
     rx.close()
   }
+  assert.equal(c.listenerCount('error'), listening, 'and stops once it is closed')
+  assert.equal(c.listenerCount('ready'), 0)
+})
+
+test('a store never reached, with processes: each keeps to an equal share of that many', async () => {
+  const c = connecting(await closedPort())
+  const rx = new Resilix({ quota: { requests: 8, windowMs: 60_000 }, quotaStore: redisQuotaStore(c, { processes: 4 }) })
+  try {
+    const out = await Promise.all(Array.from({ length: 10 }, () => rx.execute(() => 1, { key: 'k', timeoutMs: 2_000 }).catch((e) => e.reason)))
+    assert.equal(out.filter((x) => x === 1).length, 2)
+    assert.equal(rx.stats('k').quota.store.state, 'fallback')
+  } finally {
+    rx.close()
+  }
+  assert.throws(() => redisQuotaStore(c, { processes: 0 }), /processes must be a whole number from 1 to 100000 .*got 0/)
+  assert.throws(() => redisQuotaStore(c, { processes: '4' }), /processes must be a whole number .*got the string "4"/)
+})
+
+test('a client still connecting: the first calls wait for it and are leased, not let through on a guess', async () => {
+  const c = connecting(redis.port)
+  assert.notEqual(c.status, 'ready')
+  // A timeoutMs of 3 s: the wait for the client (the longer of it and 1 s) outlasts a connect on
+  // a loaded machine.
+  const rx = new Resilix({ quota: { requests: 8, windowMs: 60_000 }, quotaStore: redisQuotaStore(c, { prefix: 'test-connecting', timeoutMs: 3_000 }) })
+  try {
+    const out = await Promise.all(Array.from({ length: 3 }, (_, i) => rx.execute(() => i, { key: 'k', timeoutMs: 6_000 })))
+    assert.deepEqual(out, [0, 1, 2])
+    const s = rx.stats('k').quota.store
+    assert.equal(s.state, 'leased')
+    assert.equal(s.errors, 0)
+    assert.ok(Number(await c.hget('test-connecting:{k}:w', 's0')) >= 3, 'the calls were counted in Redis')
+  } finally {
+    rx.close()
+  }
+})
+
+test('a Redis that needs a password: the key refuses, and the error is Redis\'s own (NOAUTH), on ioredis and node-redis', async () => {
+  const r = await startRedis({ password: 'not-given' })
+  const io = connecting(r.port)
+  const nr = createClient({ url: r.url, socket: { reconnectStrategy: () => 100 }, disableOfflineQueue: true })
+  nr.on('error', () => {})
+  await nr.connect()
+  const opts = (c) => ({ quota: { requests: 8, windowMs: 60_000 }, quotaStore: redisQuotaStore(c) })
+  const [x, y] = [new Resilix(opts(io)), new Resilix(opts(nr))]
+  try {
+    for (const rx of [x, y]) {
+      const out = await Promise.all(Array.from({ length: 4 }, () => rx.execute(() => 1, { key: 'k', timeoutMs: 2_000 }).catch((e) => e.reason)))
+      assert.deepEqual(out, new Array(4).fill('quota'))
+      const s = rx.stats('k').quota.store
+      assert.equal(s.state, 'refusing')
+      // ioredis is refused its handshake (NOAUTH); node-redis connects, and Redis refuses the
+      // script's long command from a client that has not authenticated.
+      assert.match(s.lastError, rx === x ? /NOAUTH Authentication required/ : /unauthenticated/)
+    }
+  } finally {
+    x.close()
+    y.close()
+    await nr.disconnect().catch(() => {})
+    await r.close()
+  }
+})
+
+/** `c` behind a wrapper whose script calls resolve with `reply.value` while it is set. */
+function replying(c, reply) {
+  const pass = (name) => (...args) => ('value' in reply ? Promise.resolve(reply.value) : c[name](...args))
+  return { get status() { return c.status }, evalsha: pass('evalsha'), eval: pass('eval'), on: c.on.bind(c), off: c.off.bind(c) }
+}
+
+test('a reply the lease script cannot have produced is a store error: counted, named, the key falls back, the process lives', async () => {
+  const bad = [null, 'OK', [], ['1.2', 1, 0, 40, 0, 'x', 7, 3], ['1.2', 0, 0, 40, 0, 1, 7, 3], [1, 1, 0, 40, 0, 1, 7, 3], ['1.2', 1, 0, 40, -5, 1, 7, 3]]
+  for (const [i, value] of bad.entries()) {
+    const c = await ioredis()
+    const reply = {}
+    // A 3 s window: a lease lasts a bucket (50 ms) at most.
+    const rx = new Resilix({ quota: { requests: 100, windowMs: 3_000 }, quotaStore: redisQuotaStore(replying(c, reply), { prefix: `test-bad-${i}` }) })
+    try {
+      assert.equal(await rx.execute(() => 1, { key: 'k' }), 1)
+      assert.equal(rx.stats('k').quota.store.state, 'leased')
+      reply.value = value
+      await sleep(150)
+      const out = await Promise.all(Array.from({ length: 5 }, () => rx.execute(() => 1, { key: 'k', timeoutMs: 2_000 }).catch((e) => e)))
+      assert.deepEqual(out, [1, 1, 1, 1, 1], `reply ${JSON.stringify(value)}: served from the share`)
+      const s = rx.stats('k').quota.store
+      assert.equal(s.state, 'fallback', `reply ${JSON.stringify(value)}`)
+      assert.ok(s.errors >= 1)
+      assert.match(s.lastError, /^the store replied /)
+    } finally {
+      rx.close()
+    }
+  }
+  // First contact: no share known, so the key refuses at once rather than wait on a lease.
+  const c = await ioredis()
+  const rx = new Resilix({ quota: { requests: 100, windowMs: 3_000 }, quotaStore: redisQuotaStore(replying(c, { value: null })) })
+  try {
+    const t0 = Date.now()
+    const err = await rx.execute(() => 1, { key: 'k', timeoutMs: 20_000 }).catch((e) => e)
+    assert.ok(isRejectedError(err) && err.reason === 'quota', String(err))
+    assert.ok(Date.now() - t0 < 10_000, `refused after ${Date.now() - t0} ms, not at once`)
+    assert.deepEqual([rx.stats('k').quota.store.state, rx.stats('k').quota.store.lastError], ['refusing', "the store replied null, not the lease script's list of 8 values"])
+  } finally {
+    rx.close()
+  }
+})
+
+test('after an outage: every failed retry counts, and lastError is cleared once Redis answers again', async () => {
+  const r = await startRedis()
+  const c = await ioredis(r.port)
+  const rx = new Resilix({ quota: { requests: 100, windowMs: 3_000 }, quotaStore: redisQuotaStore(c) })
+  try {
+    assert.equal(await rx.execute(() => 1, { key: 'k' }), 1)
+    await r.kill()
+    await sleep(150)
+    assert.equal(await rx.execute(() => 2, { key: 'k', timeoutMs: 2_000 }), 2)
+    await sleep(4_500) // a retry a second
+    let s = rx.stats('k').quota.store
+    assert.equal(s.state, 'fallback')
+    assert.ok(s.errors >= 3, `${s.errors} errors over a 4.5 s outage`)
+    assert.match(s.lastError, /not connected/)
+    await r.restart()
+    for (let i = 0; i < 60 && rx.stats('k').quota.store.state !== 'leased'; i++) await sleep(100)
+    assert.equal(await rx.execute(() => 3, { key: 'k', timeoutMs: 2_000 }), 3)
+    s = rx.stats('k').quota.store
+    assert.equal(s.state, 'leased')
+    assert.equal(s.lastError, null)
+  } finally {
+    rx.close()
+    await r.close()
+  }
+})
+
+test('two applications with different budgets on one key: the second is told, and changes nothing in the first\'s window', async () => {
+  const [a, b] = [await ioredis(), await ioredis()]
+  const x = new Resilix({ quota: { requests: 100, windowMs: 2_000 }, quotaStore: redisQuotaStore(a, { prefix: 'test-budgets' }) })
+  const y = new Resilix({ quota: { requests: 500, windowMs: 2_000 }, quotaStore: redisQuotaStore(b, { prefix: 'test-budgets' }) })
+  try {
+    assert.equal(await x.execute(() => 1, { key: 'k' }), 1)
+    const err = await y.execute(() => 1, { key: 'k', timeoutMs: 1_000 }).catch((e) => e)
+    assert.ok(isRejectedError(err) && err.reason === 'quota', String(err))
+    const s = y.stats('k').quota.store
+    assert.equal(s.state, 'refusing')
+    assert.equal(
+      s.lastError,
+      "another process counts this key's window in Redis with other budgets (requests 100 per 2000 ms) than this one's (requests 500 per 2000 ms): give each application its own prefix, or the fleet the same budgets",
+    )
+    // The script stopped before it counted y among the processes, or kept its budgets.
+    assert.equal(await a.zcard('test-budgets:{k}:p'), 1)
+    assert.equal(await a.hget('test-budgets:{k}:w', 'b'), '100/2000')
+    assert.equal(await x.execute(() => 2, { key: 'k' }), 2)
+    assert.equal(x.stats('k').quota.store.errors, 0)
+  } finally {
+    x.close()
+    y.close()
+  }
+})
+
+test("the README's Redis snippet listens to the client's errors: nothing unhandled while Redis is down, even once closed", async () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+  const fleet = readme.slice(readme.indexOf('\n## Running a fleet\n'))
+  let code = /```js\n([\s\S]*?)```/.exec(fleet)[1]
+  code = code.replace("from 'resilix/redis'", `from ${JSON.stringify(new URL('../redis.js', import.meta.url).href)}`)
+  code = code.replace("from 'resilix'", `from ${JSON.stringify(new URL('../index.js', import.meta.url).href)}`)
+  // As the snippet runs, then closed (the store stops listening), while Redis stays down.
+  code += '\nawait new Promise((r) => setTimeout(r, 700))\nopenai.close()\nawait new Promise((r) => setTimeout(r, 1500))\nredis.disconnect()\n'
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: new URL('..', import.meta.url), encoding: 'utf8', timeout: 20_000, env: { ...process.env, REDIS_URL: `redis://127.0.0.1:${await closedPort()}` },
+  })
+  assert.equal(r.status, 0, r.stderr)
+  assert.match(r.stderr, /ECONNREFUSED/, 'the client did try')
+  assert.doesNotMatch(r.stderr, /Unhandled error event/)
 })
 
 test("whenDown: 'refuse' refuses every call while the store is down, and leases again once it is back", async () => {
@@ -263,6 +454,16 @@ test('an ioredis Cluster: the script runs on the key\'s slot', async () => {
     assert.equal(ok, 5)
     assert.equal(rx.stats('api').quota.store.state, 'leased')
     assert.match(await command(r.port, 'CLUSTER', 'KEYSLOT', 'resilix:{api}:w'), /^:\d+/)
+    // A brace in the key name does not move the two Redis keys apart (ADR 1107).
+    for (const key of ['}api', 'a{b}c', '{}', 'x{']) {
+      ok = 0
+      await Promise.all(Array.from({ length: 8 }, () => rx.execute(() => ok++, { key, timeoutMs: 200 }).catch(() => {})))
+      assert.equal(ok, 5, key)
+      const s = rx.stats(key).quota.store
+      assert.deepEqual([s.state, s.errors, s.lastError], ['leased', 0, null], key)
+    }
+    const stored = (await Promise.all(c.nodes('master').map((n) => n.keys('resilix:*')))).flat()
+    assert.ok(stored.includes('resilix:{%7Dapi}:w') && stored.includes('resilix:{a%7Bb%7Dc}:p'), stored.join(' '))
     rx.close()
   } finally {
     c.disconnect()

@@ -8,12 +8,20 @@
 const { native, QUOTA_RING } = require('./native')
 const { processId } = require('./store/redis')
 const { delayMs } = require('./timers')
+const { checkLease } = require('./store/reply')
 
 const MODES = ['leased', 'fallback', 'refusing']
 /** How often a process whose store is down tries it again: once a second. */
 const RETRY_MS = 1000
 /** Leases remembered per key, to settle a call in the field it was charged to. */
 const MAX_LEASES = 256
+/** How often a key the store never answered looks whether its client has connected. */
+const CONNECT_POLL_MS = 10
+/**
+ * How long a key the store never answered waits for a client that is still connecting and has
+ * reported no error: 1 s, a guess (ADR 1105).
+ */
+const CONNECT_MS = 1000
 
 /** The instance's side of a store: its process id, and a FleetKey per key it shares. */
 class Fleet {
@@ -23,6 +31,8 @@ class Fleet {
     this.quota = quota
     this.id = processId()
     this.keys = new Set()
+    this.closed = false
+    store.use()
   }
 
   /** A key's engine handle is new (first use, or resolved again): share it if the store covers it. */
@@ -47,6 +57,9 @@ class Fleet {
   close() {
     for (const f of this.keys) f.close()
     this.keys.clear()
+    if (this.closed) return
+    this.closed = true
+    this.store.release()
   }
 }
 
@@ -80,6 +93,10 @@ class FleetKey {
     this.probed = false
     /** Engine ms before which the fleet's window has no room (the store said). */
     this.readyAt = 0
+    /** The store answered this key once: the process has the fleet's figures (ADR 1105). */
+    this.reached = false
+    /** Engine ms until which a first ask waits for the client to connect (0: not waiting yet). */
+    this.connectBy = 0
     // stats
     this.asked = 0
     this.fallbacks = 0
@@ -192,8 +209,17 @@ class FleetKey {
     const probe = down && !this.probed
     if (probe) flush = true
     if (!store.ready()) {
-      if (!down) this.fail(new Error('the store is not connected'))
-      else this.arm(RETRY_MS, () => this.ask(false))
+      // A key the store never answered waits for its client to connect, unless the client
+      // already said why it cannot (ADR 1105); then, and every retry after, it is an error.
+      if (!this.reached && !down) {
+        const now = native.nowMs()
+        if (this.connectBy === 0) this.connectBy = now + Math.max(store.timeoutMs, CONNECT_MS)
+        if (now < this.connectBy && store.clientError === null) {
+          this.arm(Math.min(CONNECT_POLL_MS, this.connectBy - now), () => this.ask(flush))
+          return
+        }
+      }
+      this.fail(store.notConnected())
       return
     }
     const argv = [this.fleet.id, this.gen, n, QUOTA_RING, this.cool]
@@ -234,6 +260,10 @@ class FleetKey {
       if (seq !== this.seq || this.closed) return
       this.seq++
       this.asking = false
+      if (err === null) {
+        const wrong = checkLease(reply, n)
+        if (wrong !== null) err = new Error(wrong)
+      } else err = this.fleet.store.named(err, this.limits)
       if (err !== null) {
         if (!down) {
           // Told nothing: tell it again once it answers (a refund kept is budget lost only).
@@ -258,12 +288,14 @@ class FleetKey {
     Promise.resolve(p).then((r) => done(null, r), (err) => done(err instanceof Error ? err : new Error(String(err))))
   }
 
+  /** A reply of the lease script (checked: lib/store/reply.js). */
   answered(r, sentAt, flush, ms) {
     const ks = this.ks
     if (ks.handle < 0) return
     this.latencyMs = this.latencyMs === 0 ? ms : this.latencyMs * 0.8 + ms * 0.2
     const n = this.n
     const wasDown = this.mode !== 0
+    this.reached = true
     this.gen = String(r[0])
     this.procs = Math.max(1, Number(r[1]))
     // Bounded here too: a store written by an older or hostile process may hold any time (ADR 1104).
@@ -280,6 +312,8 @@ class FleetKey {
     if (wasDown) {
       native.quotaRejoin(ks.handle)
       this.mode = 0
+      // The error was the outage's: it is over (ADR 1106).
+      this.lastError = null
       this.fleet.rx._events.storeChanged(ks, 'leased', null)
     }
     if (coolLeft > 0) native.quotaCoolDown(ks.handle, coolLeft)
@@ -347,17 +381,21 @@ class FleetKey {
       const st = native.quotaFleetState(ks.handle)
       if (st.length === 0) return
       const n = this.n
+      const store = this.fleet.store
       const shares = []
       for (let i = 0; i < n; i++) {
         const own = st[1 + 3 * n + i]
         const limit = this.limits[i].limit
         const sum = this.sums[i]
         // This process's part of the fleet's last-seen spend, at least a quarter of an equal
-        // share: the fleet stays within 1.25 × the budget while the store is down.
+        // share: the fleet stays within 1.25 × the budget while the store is down. Never
+        // reached, it knows no fleet: an equal share of the `processes` configured (ADR 1105).
         const part = sum > 0 ? Math.floor((limit * Math.min(own, sum)) / sum) : Math.floor(limit / this.procs)
-        shares.push(Math.max(part, Math.ceil(limit / (4 * this.procs))))
+        if (this.reached) shares.push(Math.max(part, Math.ceil(limit / (4 * this.procs))))
+        else shares.push(store.processes > 0 ? Math.max(1, Math.floor(limit / store.processes)) : limit)
       }
-      const refuse = this.fleet.store.whenDown === 'refuse'
+      // Never reached and no `processes`: refuse rather than spend the whole budget (ADR 1105).
+      const refuse = store.whenDown === 'refuse' || (!this.reached && store.processes === 0)
       native.quotaFallBack(ks.handle, shares, refuse)
       this.mode = refuse ? 2 : 1
       this.fallbacks++

@@ -15,6 +15,7 @@ const rx = new Resilix({
 })
 new Resilix({ quota: { requests: 5 }, quotaStore: redisQuotaStore(cluster, { keys: (key) => key.startsWith('api.') }) })
 new Resilix({ quota: { requests: 5 }, quotaStore: redisQuotaStore(nodeRedis) })
+new Resilix({ quota: { requests: 5 }, quotaStore: redisQuotaStore(nodeRedis, { processes: 4 }) })
 
 const q: QuotaStats | null | undefined = rx.stats('api.openai.com')?.quota
 const state: 'leased' | 'fallback' | 'refusing' | undefined = q?.store?.state
@@ -24,5 +25,7 @@ rx.onStore((e: StoreEvent) => console.log(e.key, e.state, e.error ?? '', state))
 new Resilix({ quota: { requests: 5 }, quotaStore: {} })
 // @ts-expect-error: whenDown is 'share' or 'refuse'
 redisQuotaStore(ioredis, { whenDown: 'wait' })
+// @ts-expect-error: processes is a number of processes
+redisQuotaStore(ioredis, { processes: '4' })
 // @ts-expect-error: a URL is not a client
 redisQuotaStore('redis://localhost:6379')

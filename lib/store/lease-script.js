@@ -11,6 +11,8 @@
 //   (budget, spend the upstream's headers imply); then s seeds as (budget, age in buckets,
 //   amount, recorded 1/0: counted here before, so only if this window was lost); then the
 //   longest a cooldown may last, ms (ADR 1104).
+// A window counting other budgets than the caller's: an error reply, BUDGETS and the window's
+//   (limit/windowMs, comma-separated), and nothing changed.
 // Returns: gen, processes, coolMs left, lease life in ms, ms until the window has room (0:
 //   granted), then per budget: granted, field, the window's spend after.
 
@@ -20,6 +22,13 @@ local t = redis.call('TIME')
 local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local nowMs = math.floor(nowUs / 1000)
 local id, known, n, RING, cool = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+-- The window's budgets (limit/windowMs each): a caller counting other budgets in it is told,
+-- and changes nothing (ADR 1106).
+local budgets = {}
+for i = 0, n - 1 do budgets[#budgets + 1] = ARGV[8 + 6 * i] .. '/' .. ARGV[6 + 6 * i] end
+budgets = table.concat(budgets, ',')
+local theirs = redis.call('HGET', W, 'b')
+if theirs and theirs ~= budgets then return redis.error_reply('BUDGETS ' .. theirs) end
 local a = 6
 local dims = {}
 local longest = 0
@@ -58,6 +67,7 @@ if not gen then
   gen = t[1] .. '.' .. t[2]
   redis.call('HSET', W, 'gen', gen)
 end
+if not theirs then redis.call('HSET', W, 'b', budgets) end
 local lost = gen ~= known
 
 local function add(i, x, amount)

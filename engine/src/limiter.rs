@@ -171,26 +171,52 @@ impl Limiter {
                 return Some(QueueRefusal::Standing);
             }
         }
-        if budget_ns != u64::MAX && hold > 0.0 {
-            // Expected wait: the waiters ahead and this call leave at `limit` per slot time;
-            // then the call itself runs for one more (`slot_ns`).
-            let slot = self.slot_ns();
-            // Only the waiters at this call's level or above leave before it (ADR 1001).
-            let ahead = self.levels.at_or_above(level);
-            let rounds = (ahead + 1) as f64 / limit.max(1) as f64;
-            // Streams that started together end together: slots come back in rounds, and the
-            // call waits for whole ones. A call that waited one round too long is cut at its
-            // deadline mid-stream, its slot time lost (ADR 0118).
-            let rounds = if self.streams(slot) {
-                rounds.ceil()
-            } else {
-                rounds
-            };
-            if rounds * slot + slot > DEADLINE_SHARE * budget_ns as f64 {
-                return Some(QueueRefusal::Deadline);
-            }
+        // Only the waiters at this call's level or above leave before it (ADR 1001).
+        if budget_ns != u64::MAX
+            && hold > 0.0
+            && self.misses(self.levels.at_or_above(level), limit, budget_ns)
+        {
+            return Some(QueueRefusal::Deadline);
         }
         None
+    }
+
+    /// The deadline rule: a call with `ahead` waiters ahead of it and `budget_ns` left cannot
+    /// leave the queue and run within `DEADLINE_SHARE` of it. Needs an estimate (`hold_ns > 0`).
+    #[inline]
+    fn misses(&self, ahead: u32, limit: u32, budget_ns: u64) -> bool {
+        // Expected wait: the waiters ahead and this call leave at `limit` per slot time;
+        // then the call itself runs for one more (`slot_ns`).
+        let slot = self.slot_ns();
+        let rounds = (ahead + 1) as f64 / limit.max(1) as f64;
+        // Streams that started together end together: slots come back in rounds, and the
+        // call waits for whole ones. A call that waited one round too long is cut at its
+        // deadline mid-stream, its slot time lost (ADR 0118).
+        let rounds = if self.streams(slot) {
+            rounds.ceil()
+        } else {
+            rounds
+        };
+        rounds * slot + slot > DEADLINE_SHARE * budget_ns as f64
+    }
+
+    /// A call already waiting, `ahead` waiters ahead of it and `left_ns` to its deadline: would
+    /// the deadline rule refuse it now? `None` while the key has no estimate. Calls that waited
+    /// on a new key, before any settled, are judged so once the first one settles (ADR 0615).
+    pub fn waiter_misses(&self, ahead: u32, left_ns: u64) -> Option<bool> {
+        if self.hold_ns <= 0.0 {
+            return None;
+        }
+        Some(left_ns != u64::MAX && self.misses(ahead, self.limit.current(), left_ns))
+    }
+
+    /// A waiter of `level` refused by the deadline rule leaves the queue.
+    pub fn refuse_waiter(&mut self, level: u8) -> bool {
+        if !self.leave_queue(level) {
+            return false;
+        }
+        self.last_refusal = QueueRefusal::Deadline;
+        true
     }
 
     /// A waiter that would be admitted now but whose deadline (engine clock) comes before the
@@ -267,6 +293,7 @@ impl Limiter {
     pub fn release(&mut self, now: Nanos, sample: Option<&Sample>) {
         debug_assert!(self.inflight > 0, "limiter released more than admitted");
         self.inflight = self.inflight.saturating_sub(1);
+        self.standing.depart();
         if let Some(s) = sample {
             let d = s.duration_ns as f32;
             let tail = s.duration_ns.saturating_sub(s.latency_ns) as f32;
@@ -381,12 +408,18 @@ mod tests {
         }
     }
 
-    /// Make the queue stand: it does not shrink over two intervals (arrivals at each).
+    /// Make the queue stand: it does not shrink over two intervals in which a call left
+    /// (two arrivals at each).
     fn stand(l: &mut Limiter, rng: &mut SplitMix64) -> Nanos {
         let mut now = 0;
         for _ in 0..3 {
             now += MIN_INTERVAL_NS;
+            l.release(now, None);
             let _ = l.admit(now, rng, u64::MAX, D);
+            let _ = l.admit(now, rng, u64::MAX, D);
+            if l.standing() {
+                break;
+            }
         }
         assert!(l.standing(), "{} waiting did not stand", l.queued());
         now
@@ -634,6 +667,8 @@ mod tests {
         let mut now = 0;
         for _ in 0..3 {
             now += MIN_INTERVAL_NS;
+            l.release(now, None);
+            assert!(l.admit_queued(now, low));
             let _ = l.admit(now, &mut rng, u64::MAX, low);
         }
         assert!(l.standing());

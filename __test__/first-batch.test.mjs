@@ -1,7 +1,7 @@
 // The first batch of a fresh process through the interceptor is a burst, not a standing queue
 // (ADR 0614): Promise.all of 1 000 requests against a healthy 20 ms upstream, each batch in its
 // own fresh child process, a few at once so that the machine is busy (a cold process on a busy
-// machine dispatches such a batch in one synchronous turn that lasts longer than two of the
+// machine dispatches such a batch in one synchronous turn that can last longer than two of the
 // queue's intervals). Prints what it measured.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -42,7 +42,7 @@ for (const how of ['fetch', 'request']) {
   test(`a fresh process's first batch of ${BATCH} through ${how}() is served whole, in ${PROCESSES} processes`, { timeout: 600_000 }, async () => {
     const runs = await fresh(how)
     const refused = runs.map((r) => r.refused)
-    console.log(`${how}: refused per process ${refused.join(' ')}; ms ${runs.map((r) => r.ms).join(' ')}`)
+    console.log(`${how}: refused per process ${refused.join(' ')}; ms ${runs.map((r) => r.ms).join(' ')}; dispatch turn ms ${runs.map((r) => r.turnMs).join(' ')}`)
     for (const r of runs) {
       assert.equal(r.served + r.refused, BATCH, `every call answered: ${JSON.stringify(r)}`)
       assert.equal(r.refused, 0, `refused: ${JSON.stringify(r)}`)

@@ -52,7 +52,7 @@ async function batch(n, once) {
   return out
 }
 
-function check(how, out) {
+function report(how, out) {
   const last = (a) => (a.length === 0 ? null : Math.round(Math.max(...a)))
   console.log(
     `${how}: served ${out.served}, refused ${out.refused} (the last at ${last(out.refusedAtMs)} ms), ` +
@@ -60,30 +60,42 @@ function check(how, out) {
   )
   assert.deepEqual(out.other, [])
   assert.equal(out.served + out.refused + out.timedOut, BATCH)
-  assert.ok(out.timedOut <= BATCH * 0.05, `${out.timedOut} of ${BATCH} timed out (at most 5 %)`)
-  assert.ok(out.served >= 200, `only ${out.served} served`)
-  // Refused at once when the first call settled, not at their deadline.
-  assert.ok(out.refused > 0, 'a 500 ms deadline cannot hold a 1 000-call batch on a limit of 20')
-  assert.ok(last(out.refusedAtMs) < TIMEOUT_MS, `a refusal came at ${last(out.refusedAtMs)} ms`)
 }
 
-test(`execute: ${BATCH} calls with timeoutMs ${TIMEOUT_MS} on a new key mostly run or are refused at once, few time out`, async () => {
+/**
+ * A new key's batch as a warm key's: at most 5 % time out, the rest are refused before their
+ * deadline, and at least 200 are served. On a machine too busy for a 20 ms upstream to serve
+ * 200 in 500 ms, the same batch on the key once warm says what it can serve: 3/4 of that.
+ */
+function check(how, fresh, warm) {
+  report(`${how}, new key`, fresh)
+  report(`${how}, warm key`, warm)
+  assert.ok(fresh.timedOut <= BATCH * 0.05, `${fresh.timedOut} of ${BATCH} timed out (at most 5 %)`)
+  const least = Math.min(200, Math.floor(0.75 * warm.served))
+  assert.ok(fresh.served >= least, `${fresh.served} served, expected at least ${least}`)
+  assert.ok(fresh.refused > 0, 'a 500 ms deadline cannot hold a 1 000-call batch on a limit of 20')
+  assert.ok(Math.max(...fresh.refusedAtMs) < TIMEOUT_MS, 'refused before the deadline, not at it')
+}
+
+test(`execute: ${BATCH} calls with timeoutMs ${TIMEOUT_MS} on a new key time out as rarely as on a warm key: the rest are refused at once`, async () => {
   const rx = new Resilix()
   const fn = (ctx) => request(up.url('/slow/20'), { dispatcher: plain, signal: ctx.signal }).then((r) => r.body.text())
-  const out = await batch(BATCH, () => rx.execute(fn, { key: 'new', timeoutMs: TIMEOUT_MS }))
-  check('execute', out)
+  const once = () => rx.execute(fn, { key: 'new', timeoutMs: TIMEOUT_MS })
+  const fresh = await batch(BATCH, once)
   const s = rx.stats('new')
-  assert.deepEqual([s.inflight, s.queued, s.rejections.queue], [0, 0, out.refused])
+  assert.deepEqual([s.inflight, s.queued, s.rejections.queue], [0, 0, fresh.refused])
+  check('execute', fresh, await batch(BATCH, once))
   rx.close()
 })
 
-test(`interceptor: ${BATCH} requests with timeoutMs ${TIMEOUT_MS} on a new origin mostly run or are refused at once, few time out`, async () => {
+test(`interceptor: ${BATCH} requests with timeoutMs ${TIMEOUT_MS} on a new origin time out as rarely as on a warm key: the rest are refused at once`, async () => {
   const rx = new Resilix()
   const agent = new Agent().compose(interceptor(rx, { timeoutMs: TIMEOUT_MS }))
-  const out = await batch(BATCH, () => request(up.url('/slow/20'), { dispatcher: agent }).then((r) => r.body.text()))
-  check('interceptor', out)
+  const once = () => request(up.url('/slow/20'), { dispatcher: agent }).then((r) => r.body.text())
+  const fresh = await batch(BATCH, once)
   const s = rx.stats(up.origin)
   assert.deepEqual([s.inflight, s.queued], [0, 0])
+  check('interceptor', fresh, await batch(BATCH, once))
   await agent.close()
   rx.close()
 })

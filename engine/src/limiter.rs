@@ -555,6 +555,27 @@ mod tests {
     }
 
     #[test]
+    fn a_new_keys_waiters_are_judged_by_the_deadline_rule_once_its_first_call_settled() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = Limiter::new(&LimiterOptions::default(), 0); // vegas, limit 20
+        let budget = 500_000_000;
+        for _ in 0..1_000 {
+            assert!(l.admit(0, &mut rng, budget, D).is_run_or_queue());
+        }
+        assert_eq!(l.waiter_misses(0, budget), None, "no estimate yet");
+        // The first call settles after 20 ms: 20 slots of 20 ms drain a waiter a ms; with 480 ms
+        // left, a waiter fits if (ahead + 1) ms + 20 ms <= 384 ms.
+        l.release(20_000_000, Some(&sample(20_000_000)));
+        let left = budget - 20_000_000;
+        assert_eq!(l.waiter_misses(363, left), Some(false));
+        assert_eq!(l.waiter_misses(364, left), Some(true));
+        assert_eq!(l.waiter_misses(5_000, u64::MAX), Some(false), "no deadline");
+        let q = l.queued();
+        assert!(l.refuse_waiter(D));
+        assert_eq!((l.queued(), l.last_refusal()), (q - 1, QueueRefusal::Deadline));
+    }
+
+    #[test]
     fn the_queue_is_capped_at_max_queued_whatever_its_state() {
         let mut rng = SplitMix64::new(1);
         let q = QueueOptions {
@@ -584,10 +605,18 @@ mod tests {
         // A larger limit moves the bound: below 2L = 2 × 8 outstanding waits without chance.
         l.set_limit(8);
         assert_eq!(l.admit(now, &mut rng, u64::MAX, D), Admission::Queue);
-        // Drained into the free zone (≤ (2 − 1) × L waiting), the queue no longer stands.
+        // Drained into the free zone (≤ (2 − 1) × L waiting), it still stands: the factors shed
+        // nothing there, and at once past it (ADR 0614). Emptied, it no longer stands.
         while l.queued() > 8 {
             l.leave_queue(D);
         }
+        assert_eq!(l.admit(now, &mut rng, u64::MAX, D), Admission::Queue);
+        assert!(l.standing());
+        while l.queued() > 0 {
+            l.leave_queue(D);
+        }
+        let free = 8 - l.inflight();
+        fill(&mut l, &mut rng, now, free);
         assert_eq!(l.admit(now, &mut rng, u64::MAX, D), Admission::Queue);
         assert!(!l.standing());
     }

@@ -5,7 +5,8 @@
 //! serves. CoDel (RFC 8289) draws the line by sojourn time, which cannot tell a long batch from
 //! overload: every waiter of a 10 000-call batch waits long. The queue's length across
 //! consecutive intervals can: a queue that has not shrunk over `STREAK` intervals in a row is
-//! standing, and it stays so until it has drained back into the factors' free zone.
+//! standing, and it stays so until it has emptied (ADR 0614; until it had drained into the
+//! factors' free zone, it grew again for two intervals each time before it was shed).
 //! An interval ends only once a call has left the key since it began: a queue that had no
 //! chance to shrink (a batch dispatched in one long synchronous turn of the event loop, or a
 //! stall of this process) is no evidence (ADR 0614).
@@ -40,8 +41,10 @@ impl Standing {
     #[inline]
     pub fn observe(&mut self, now: Nanos, queued: u32, free_zone: u32, interval_ns: u64) -> bool {
         if queued <= free_zone {
-            self.standing = false;
             self.streak = 0;
+            if queued == 0 {
+                self.standing = false;
+            }
         }
         let now_ms = (now / 1_000_000) as u32;
         if self.departed && now_ms.wrapping_sub(self.since_ms) as u64 * 1_000_000 >= interval_ns
@@ -109,7 +112,7 @@ mod tests {
     }
 
     #[test]
-    fn a_queue_that_does_not_shrink_for_two_intervals_stands_until_it_drains() {
+    fn a_queue_that_does_not_shrink_for_two_intervals_stands_until_it_empties() {
         let mut s = Standing::default();
         assert!(!after_departure(&mut s, 0, 30));
         assert!(
@@ -120,11 +123,14 @@ mod tests {
             after_departure(&mut s, 2 * I, 40),
             "flat for a second interval: standing"
         );
-        // It stays standing while it shrinks but remains above the free zone…
+        // It stays standing while it shrinks, into the free zone too (where the factors shed
+        // nothing): growing past it again, it is shed at once (ADR 0614)…
         assert!(after_departure(&mut s, 3 * I, 35));
-        assert!(after_departure(&mut s, 3 * I + 1, 21));
-        // …and stops once drained into it.
-        assert!(!after_departure(&mut s, 3 * I + 2, 20));
+        assert!(after_departure(&mut s, 3 * I + 1, 20));
+        assert!(after_departure(&mut s, 3 * I + 2, 1));
+        assert!(after_departure(&mut s, 3 * I + 3, 40));
+        // …and stops once it has emptied.
+        assert!(!after_departure(&mut s, 3 * I + 4, 0));
         assert!(
             !after_departure(&mut s, 4 * I, 25),
             "the streak starts again from nothing"

@@ -337,8 +337,8 @@ function settle(rx, ks, permit, verdict) {
 
 /**
  * After a settle: `freed` slots (the engine's answer) wake the key's waiters. On a new key, the
- * waiters that queued before any latency was known and cannot make their deadline are refused
- * first (ADR 0615).
+ * waiters that queued before its latency was known and cannot make their deadline are refused
+ * first, once a call that had waited settled (ADR 0615).
  */
 function settled(rx, ks, freed) {
   if (rx._events.watching) rx._events.observe(ks)

@@ -91,10 +91,10 @@ function admitNext(ks) {
 const NONE = []
 
 /**
- * Calls that waited on a new key had no latency to be judged by: once the key's first call
- * settles, the waiters with a deadline that could not leave the queue in time are taken out of
- * the list, with the engine's refusal in `_permit` (ADR 0615). Once per key; empty while the
- * key has no estimate.
+ * Calls that waited on a new key had no latency to be judged by: once the first call that had
+ * waited settles (the first round pays a cold process's one-time costs), the waiters with a
+ * deadline that could not leave the queue in time are taken out of the list, with the engine's
+ * refusal in `_permit` (ADR 0615). Once per key; empty until then.
  */
 function lateWaiters(ks) {
   if (ks.head === null || native.refuseLateWaiter(ks.handle, levelOf(ks.head), 0, 0) === QUEUED) return NONE

@@ -49,6 +49,10 @@ pub struct Limiter {
     /// stream's body; 0 for calls that do not mark.
     tail_ns: f32,
     standing: Standing,
+    /// How long the first call that had waited in the queue held its slot, ns (0 before): the
+    /// first sample past a new key's first round, which pays a cold process's one-time costs
+    /// (ADR 0615).
+    waited_ns: f32,
     /// Waiting calls by level, and the levels recently seen waiting (ADR 1001).
     levels: QueuedByLevel,
     recent: RecentLevels,
@@ -70,6 +74,7 @@ impl Limiter {
             hold_ns: 0.0,
             tail_ns: 0.0,
             standing: Standing::default(),
+            waited_ns: 0.0,
             levels: QueuedByLevel::default(),
             recent: RecentLevels::default(),
             last_refusal: QueueRefusal::Standing,
@@ -174,7 +179,12 @@ impl Limiter {
         // Only the waiters at this call's level or above leave before it (ADR 1001).
         if budget_ns != u64::MAX
             && hold > 0.0
-            && self.misses(self.levels.at_or_above(level), limit, budget_ns)
+            && self.misses(
+                self.slot_ns(),
+                self.levels.at_or_above(level),
+                limit,
+                budget_ns,
+            )
         {
             return Some(QueueRefusal::Deadline);
         }
@@ -182,12 +192,11 @@ impl Limiter {
     }
 
     /// The deadline rule: a call with `ahead` waiters ahead of it and `budget_ns` left cannot
-    /// leave the queue and run within `DEADLINE_SHARE` of it. Needs an estimate (`hold_ns > 0`).
+    /// leave the queue and run within `DEADLINE_SHARE` of it, each call holding a `slot`.
     #[inline]
-    fn misses(&self, ahead: u32, limit: u32, budget_ns: u64) -> bool {
+    fn misses(&self, slot: f64, ahead: u32, limit: u32, budget_ns: u64) -> bool {
         // Expected wait: the waiters ahead and this call leave at `limit` per slot time;
         // then the call itself runs for one more (`slot_ns`).
-        let slot = self.slot_ns();
         let rounds = (ahead + 1) as f64 / limit.max(1) as f64;
         // Streams that started together end together: slots come back in rounds, and the
         // call waits for whole ones. A call that waited one round too long is cut at its
@@ -201,13 +210,15 @@ impl Limiter {
     }
 
     /// A call already waiting, `ahead` waiters ahead of it and `left_ns` to its deadline: would
-    /// the deadline rule refuse it now? `None` while the key has no estimate. Calls that waited
-    /// on a new key, before any settled, are judged so once the first one settles (ADR 0615).
+    /// the deadline rule refuse it now? `None` until a call that had waited settled. Calls that
+    /// waited on a new key, before any settled, are judged so then (ADR 0615): by that call's
+    /// slot time, not the first round's, which pays a cold process's one-time costs.
     pub fn waiter_misses(&self, ahead: u32, left_ns: u64) -> Option<bool> {
-        if self.hold_ns <= 0.0 {
+        if self.waited_ns <= 0.0 {
             return None;
         }
-        Some(left_ns != u64::MAX && self.misses(ahead, self.limit.current(), left_ns))
+        let slot = self.waited_ns as f64;
+        Some(left_ns != u64::MAX && self.misses(slot, ahead, self.limit.current(), left_ns))
     }
 
     /// A waiter of `level` refused by the deadline rule leaves the queue.
@@ -303,6 +314,9 @@ impl Limiter {
             } else {
                 self.hold_ns += (d - self.hold_ns) * HOLD_WEIGHT;
                 self.tail_ns += (tail - self.tail_ns) * HOLD_WEIGHT;
+            }
+            if s.waited && self.waited_ns == 0.0 {
+                self.waited_ns = d.max(1.0);
             }
             self.limit.note_tail(self.tail_ns);
             self.limit.on_sample(now, s, self.inflight);
@@ -482,6 +496,21 @@ mod tests {
         assert!(!l.standing());
     }
 
+    #[test]
+    fn a_batch_dispatched_in_one_long_turn_is_not_shed_on_a_new_key() {
+        // 1 000 calls arrive 0.5 ms apart (a cold process on a busy machine dispatching a batch
+        // in one synchronous turn of 500 ms): no call can leave meanwhile, so no interval is
+        // judged (ADR 0614). Before, 580 were shed as a standing queue.
+        let mut rng = SplitMix64::new(1);
+        let t0 = 1_000_000_000;
+        let mut l = Limiter::new(&LimiterOptions::default(), t0);
+        let shed = (0..1_000u64)
+            .filter(|i| l.admit(t0 + i * 500_000, &mut rng, u64::MAX, D) == Admission::RejectQueue)
+            .count();
+        assert_eq!((shed, l.inflight(), l.queued()), (0, 20, 980));
+        assert!(!l.standing());
+    }
+
     /// A limit of 16 full and 16 waiting; one more call with a 15 s deadline: whether it waits,
     /// where each call held its slot 5.2 s (streams: first byte at 0.2 s; plain: at the end).
     fn waiter_behind_a_round_with_15_s(stream: bool) -> Admission {
@@ -555,7 +584,7 @@ mod tests {
     }
 
     #[test]
-    fn a_new_keys_waiters_are_judged_by_the_deadline_rule_once_its_first_call_settled() {
+    fn a_new_keys_waiters_are_judged_by_the_deadline_rule_once_a_call_that_waited_settled() {
         let mut rng = SplitMix64::new(1);
         let mut l = Limiter::new(&LimiterOptions::default(), 0); // vegas, limit 20
         let budget = 500_000_000;
@@ -563,16 +592,33 @@ mod tests {
             assert!(l.admit(0, &mut rng, budget, D).is_run_or_queue());
         }
         assert_eq!(l.waiter_misses(0, budget), None, "no estimate yet");
-        // The first call settles after 20 ms: 20 slots of 20 ms drain a waiter a ms; with 480 ms
-        // left, a waiter fits if (ahead + 1) ms + 20 ms <= 384 ms.
-        l.release(20_000_000, Some(&sample(20_000_000)));
-        let left = budget - 20_000_000;
-        assert_eq!(l.waiter_misses(363, left), Some(false));
-        assert_eq!(l.waiter_misses(364, left), Some(true));
+        // The first round pays a cold start (100 ms): no judgement yet, its calls never waited.
+        for _ in 0..20 {
+            l.release(100_000_000, Some(&sample(100_000_000)));
+            assert!(l.admit_queued(100_000_000, D));
+        }
+        assert_eq!(
+            l.waiter_misses(0, budget),
+            None,
+            "only the first round settled"
+        );
+        // The first call that had waited settles after 20 ms: 20 slots of 20 ms drain a waiter a
+        // ms; with 380 ms left, a waiter fits if (ahead + 1) ms + 20 ms <= 304 ms.
+        let waited = Sample {
+            waited: true,
+            ..sample(20_000_000)
+        };
+        l.release(120_000_000, Some(&waited));
+        let left = budget - 120_000_000;
+        assert_eq!(l.waiter_misses(283, left), Some(false));
+        assert_eq!(l.waiter_misses(284, left), Some(true));
         assert_eq!(l.waiter_misses(5_000, u64::MAX), Some(false), "no deadline");
         let q = l.queued();
         assert!(l.refuse_waiter(D));
-        assert_eq!((l.queued(), l.last_refusal()), (q - 1, QueueRefusal::Deadline));
+        assert_eq!(
+            (l.queued(), l.last_refusal()),
+            (q - 1, QueueRefusal::Deadline)
+        );
     }
 
     #[test]

@@ -394,7 +394,7 @@ impl PolicySet {
 
     /// A waiter of `level` with `ahead` waiters ahead of it and `deadline` (engine clock; 0:
     /// none): refused now, and out of the queue, when the key's latency says it cannot leave
-    /// the queue in time (the deadline rule, ADR 0615). `None` while the key has no estimate.
+    /// the queue in time (the deadline rule, ADR 0615). `None` until a call that waited settled.
     pub fn refuse_late_waiter(
         &mut self,
         now: Nanos,

@@ -197,7 +197,7 @@ pub fn admit_queued(handle: f64, deadline_ms: f64) -> f64 {
 /// A waiter of `level`, `ahead` waiters from the front, whose deadline is `deadline_ms` (engine
 /// clock; 0: none): the queue's rejection code if the key's latency says it cannot leave the
 /// queue in time (it is out of the engine's queue then), `KEEP_WAITING` if it can, `QUEUED`
-/// while the key has no estimate, or `STALE_HANDLE` (ADR 0615).
+/// until a call that had waited settled on the key, or `STALE_HANDLE` (ADR 0615).
 #[napi(catch_unwind)]
 pub fn refuse_late_waiter(handle: f64, level: u32, ahead: f64, deadline_ms: f64) -> f64 {
     let t = now();
@@ -208,11 +208,13 @@ pub fn refuse_late_waiter(handle: f64, level: u32, ahead: f64, deadline_ms: f64)
         0
     };
     let deadline = deadline_ns(deadline_ms);
-    with_engine(handle, |e, k| match e.refuse_late_waiter(k, t, level, ahead, deadline) {
-        Ok(Some(true)) => acquired_code(Acquired::Rejected(RejectReason::Queue)),
-        Ok(Some(false)) => KEEP_WAITING,
-        Ok(None) => QUEUED,
-        Err(_) => STALE_HANDLE,
+    with_engine(handle, |e, k| {
+        match e.refuse_late_waiter(k, t, level, ahead, deadline) {
+            Ok(Some(true)) => acquired_code(Acquired::Rejected(RejectReason::Queue)),
+            Ok(Some(false)) => KEEP_WAITING,
+            Ok(None) => QUEUED,
+            Err(_) => STALE_HANDLE,
+        }
     })
     .unwrap_or(STALE_HANDLE)
 }

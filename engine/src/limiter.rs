@@ -49,15 +49,14 @@ pub struct Limiter {
     /// stream's body; 0 for calls that do not mark.
     tail_ns: f32,
     standing: Standing,
-    /// How long the first call that had waited in the queue held its slot, ns (0 before): the
-    /// first sample past a new key's first round, which pays a cold process's one-time costs
-    /// (ADR 0615).
-    waited_ns: f32,
     /// Waiting calls by level, and the levels recently seen waiting (ADR 1001).
     levels: QueuedByLevel,
     recent: RecentLevels,
     /// Why the last `'queue'` refusal refused (read on the refusal path only).
     last_refusal: QueueRefusal,
+    /// A call that had waited in the queue settled: past a new key's first round, which pays a
+    /// cold process's one-time costs, the mean hold time restarted from it (ADR 0615).
+    waited: bool,
 }
 
 impl Limiter {
@@ -74,10 +73,10 @@ impl Limiter {
             hold_ns: 0.0,
             tail_ns: 0.0,
             standing: Standing::default(),
-            waited_ns: 0.0,
             levels: QueuedByLevel::default(),
             recent: RecentLevels::default(),
             last_refusal: QueueRefusal::Standing,
+            waited: false,
         }
     }
 
@@ -211,13 +210,14 @@ impl Limiter {
 
     /// A call already waiting, `ahead` waiters ahead of it and `left_ns` to its deadline: would
     /// the deadline rule refuse it now? `None` until a call that had waited settled. Calls that
-    /// waited on a new key, before any settled, are judged so then (ADR 0615): by that call's
-    /// slot time, not the first round's, which pays a cold process's one-time costs.
+    /// waited on a new key, before any settled, are judged so then (ADR 0615): by a mean hold
+    /// time restarted from that call, not the first round's, which pays a cold process's
+    /// one-time costs.
     pub fn waiter_misses(&self, ahead: u32, left_ns: u64) -> Option<bool> {
-        if self.waited_ns <= 0.0 {
+        if !self.waited {
             return None;
         }
-        let slot = self.waited_ns as f64;
+        let slot = self.slot_ns();
         Some(left_ns != u64::MAX && self.misses(slot, ahead, self.limit.current(), left_ns))
     }
 
@@ -315,8 +315,10 @@ impl Limiter {
                 self.hold_ns += (d - self.hold_ns) * HOLD_WEIGHT;
                 self.tail_ns += (tail - self.tail_ns) * HOLD_WEIGHT;
             }
-            if s.waited && self.waited_ns == 0.0 {
-                self.waited_ns = d.max(1.0);
+            if s.waited && !self.waited {
+                self.waited = true;
+                self.hold_ns = d.max(1.0);
+                self.tail_ns = tail;
             }
             self.limit.note_tail(self.tail_ns);
             self.limit.on_sample(now, s, self.inflight);

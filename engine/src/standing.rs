@@ -47,8 +47,7 @@ impl Standing {
             }
         }
         let now_ms = (now / 1_000_000) as u32;
-        if self.departed && now_ms.wrapping_sub(self.since_ms) as u64 * 1_000_000 >= interval_ns
-        {
+        if self.departed && now_ms.wrapping_sub(self.since_ms) as u64 * 1_000_000 >= interval_ns {
             self.departed = false;
             if queued > 0 && queued >= self.queued_then {
                 self.streak = self.streak.saturating_add(1);
@@ -147,8 +146,14 @@ mod tests {
             assert!(!s.observe(k * I, 100 * k as u32, 20, I), "interval {k}");
         }
         // Calls leave from then on: the growth is judged over intervals with departures.
-        assert!(!after_departure(&mut s, 12 * I, 1_000), "one judged interval");
-        assert!(after_departure(&mut s, 13 * I, 1_000), "flat across two: standing");
+        assert!(
+            !after_departure(&mut s, 12 * I, 1_000),
+            "one judged interval"
+        );
+        assert!(
+            after_departure(&mut s, 13 * I, 1_000),
+            "flat across two: standing"
+        );
     }
 
     #[test]

@@ -304,6 +304,14 @@ export declare function quotaShare(handle: number, waitMs: number): number
 /** The lease's unspent budget, by budget, given back (it leaves the lease). */
 export declare function quotaSurrender(handle: number): Array<number>
 
+/**
+ * A waiter of `level`, `ahead` waiters from the front, whose deadline is `deadline_ms` (engine
+ * clock; 0: none): the queue's rejection code if the key's latency says it cannot leave the
+ * queue in time (it is out of the engine's queue then), `KEEP_WAITING` if it can, `QUEUED`
+ * until a call that had waited settled on the key, or `STALE_HANDLE` (ADR 0615).
+ */
+export declare function refuseLateWaiter(handle: number, level: number, ahead: number, deadlineMs: number): number
+
 /** Resolves a key to its handle. Returns `REGISTRY_FULL` when every key is busy. */
 export declare function resolveKey(id: number, key: string): number
 

@@ -603,6 +603,7 @@ module.exports.quotaRejoin = nativeBinding.quotaRejoin
 module.exports.quotaRestamp = nativeBinding.quotaRestamp
 module.exports.quotaShare = nativeBinding.quotaShare
 module.exports.quotaSurrender = nativeBinding.quotaSurrender
+module.exports.refuseLateWaiter = nativeBinding.refuseLateWaiter
 module.exports.resolveKey = nativeBinding.resolveKey
 module.exports.retryDecide = nativeBinding.retryDecide
 module.exports.settleStuck = nativeBinding.settleStuck

@@ -13,7 +13,7 @@ const V = require('./verdicts')
 const { custom } = require('./classify')
 const { reasonOf } = require('./signals')
 const { Deadlines } = require('./deadlines')
-const { enqueue, admitNext, leave, leaveEngine } = require('./queue')
+const { enqueue, admitNext, lateWaiters, leave, leaveEngine } = require('./queue')
 const { Permit } = require('./permit')
 const { stuckAfterMs, warnSelfWait } = require('./lifetime')
 const diag = require('./diagnostics')
@@ -336,9 +336,16 @@ function settle(rx, ks, permit, verdict) {
   settled(rx, ks, native.settle(ks.handle, permit, verdict))
 }
 
-/** After a settle: `freed` slots (the engine's answer) wake the key's waiters. */
+/**
+ * After a settle: `freed` slots (the engine's answer) wake the key's waiters. On a new key, the
+ * waiters that queued before its latency was known and cannot make their deadline are refused
+ * first, once a call that had waited settled (ADR 0615).
+ */
 function settled(rx, ks, freed) {
   if (rx._events.watching) rx._events.observe(ks)
+  if (!ks.judged && ks.head !== null) {
+    for (const call of lateWaiters(ks)) refuseWaiter(call, rx._events.rejected(call._permit, ks.name, ks, call._prio))
+  }
   if (freed > 0 && ks.head !== null) wake(rx, ks)
 }
 

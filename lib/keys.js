@@ -14,6 +14,7 @@ class KeyState {
     this.line = null // the calls waiting for budget, with a quota (lib/quota.js)
     this.fleet = null // the lease, with a quota store (lib/fleet.js)
     this.waking = false // a wake loop runs (lib/call.js)
+    this.judged = false // its first waiters were judged by the deadline rule (lib/queue.js)
     this.observed = -1 // the last observed limit and breaker state (lib/events.js)
     this.retryBodyRefusals = 0 // retries the interceptor could not make: the body could not be sent again
     this.warnedSelfWait = false

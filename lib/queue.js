@@ -8,7 +8,7 @@
 // decisions use; every exit from this list tells the engine (admitQueued or leaveQueue), so
 // the two never drift apart.
 
-const { native, KEEP_WAITING, STALE_HANDLE, DEFAULT_LEVEL, QUOTA_WAIT } = require('./native')
+const { native, KEEP_WAITING, STALE_HANDLE, DEFAULT_LEVEL, QUOTA_WAIT, QUEUED } = require('./native')
 const { LEVELS } = require('./levels')
 const quota = require('./quota')
 
@@ -88,6 +88,34 @@ function admitNext(ks) {
   return call
 }
 
+const NONE = []
+
+/**
+ * Calls that waited on a new key had no latency to be judged by: once the first call that had
+ * waited settles (the first round pays a cold process's one-time costs), the waiters with a
+ * deadline that could not leave the queue in time are taken out of the list, with the engine's
+ * refusal in `_permit` (ADR 0615). Once per key; empty until then.
+ */
+function lateWaiters(ks) {
+  if (ks.head === null || native.refuseLateWaiter(ks.handle, levelOf(ks.head), 0, 0) === QUEUED) return NONE
+  ks.judged = true
+  const late = []
+  let ahead = 0 // the list runs from the highest level: everyone before a call is at its level or above
+  for (let call = ks.head, next; call !== null; call = next) {
+    next = call._qnext
+    const p = call._dlist === null ? KEEP_WAITING : native.refuseLateWaiter(ks.handle, levelOf(call), ahead, call._deadline)
+    if (p === KEEP_WAITING || p === QUEUED || p === STALE_HANDLE) {
+      ahead++
+      continue
+    }
+    unqueue(ks, call)
+    call._permit = p
+    if (call._cost !== null && call._cost !== undefined) quota.refund(ks, call._cost)
+    late.push(call)
+  }
+  return late
+}
+
 /** A waiter gives up (deadline, abort, close): out of the list and of the engine's count. */
 function leave(call) {
   if (call._permit === QUOTA_WAIT) quota.leave(call)
@@ -108,4 +136,4 @@ function leaveEngine(call) {
   else native.leaveQueueAt(call._ks.handle, call._prio.level)
 }
 
-module.exports = { enqueue, admitNext, leave, leaveEngine, levelOf, insert: enqueue, unlink: unqueue }
+module.exports = { enqueue, admitNext, lateWaiters, leave, leaveEngine, levelOf, insert: enqueue, unlink: unqueue }

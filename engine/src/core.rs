@@ -273,6 +273,21 @@ impl Engine {
         Ok(self.registry.get_mut(key)?.leave_queue_at(level))
     }
 
+    /// See [`PolicySet::refuse_late_waiter`].
+    pub fn refuse_late_waiter(
+        &mut self,
+        key: KeyHandle,
+        now: Nanos,
+        level: u8,
+        ahead: u32,
+        deadline: Nanos,
+    ) -> Result<Option<bool>, StaleHandle> {
+        Ok(self
+            .registry
+            .get_mut(key)?
+            .refuse_late_waiter(now, level, ahead, deadline))
+    }
+
     /// The highest level a call waits at on `key`.
     #[inline]
     pub fn highest_waiting(&self, key: KeyHandle) -> Result<Option<u8>, StaleHandle> {

@@ -54,6 +54,9 @@ pub struct Limiter {
     recent: RecentLevels,
     /// Why the last `'queue'` refusal refused (read on the refusal path only).
     last_refusal: QueueRefusal,
+    /// A call that had waited in the queue settled: past a new key's first round, which pays a
+    /// cold process's one-time costs, the mean hold time restarted from it (ADR 0615).
+    waited: bool,
 }
 
 impl Limiter {
@@ -73,6 +76,7 @@ impl Limiter {
             levels: QueuedByLevel::default(),
             recent: RecentLevels::default(),
             last_refusal: QueueRefusal::Standing,
+            waited: false,
         }
     }
 
@@ -171,26 +175,59 @@ impl Limiter {
                 return Some(QueueRefusal::Standing);
             }
         }
-        if budget_ns != u64::MAX && hold > 0.0 {
-            // Expected wait: the waiters ahead and this call leave at `limit` per slot time;
-            // then the call itself runs for one more (`slot_ns`).
-            let slot = self.slot_ns();
-            // Only the waiters at this call's level or above leave before it (ADR 1001).
-            let ahead = self.levels.at_or_above(level);
-            let rounds = (ahead + 1) as f64 / limit.max(1) as f64;
-            // Streams that started together end together: slots come back in rounds, and the
-            // call waits for whole ones. A call that waited one round too long is cut at its
-            // deadline mid-stream, its slot time lost (ADR 0118).
-            let rounds = if self.streams(slot) {
-                rounds.ceil()
-            } else {
-                rounds
-            };
-            if rounds * slot + slot > DEADLINE_SHARE * budget_ns as f64 {
-                return Some(QueueRefusal::Deadline);
-            }
+        // Only the waiters at this call's level or above leave before it (ADR 1001).
+        if budget_ns != u64::MAX
+            && hold > 0.0
+            && self.misses(
+                self.slot_ns(),
+                self.levels.at_or_above(level),
+                limit,
+                budget_ns,
+            )
+        {
+            return Some(QueueRefusal::Deadline);
         }
         None
+    }
+
+    /// The deadline rule: a call with `ahead` waiters ahead of it and `budget_ns` left cannot
+    /// leave the queue and run within `DEADLINE_SHARE` of it, each call holding a `slot`.
+    #[inline]
+    fn misses(&self, slot: f64, ahead: u32, limit: u32, budget_ns: u64) -> bool {
+        // Expected wait: the waiters ahead and this call leave at `limit` per slot time;
+        // then the call itself runs for one more (`slot_ns`).
+        let rounds = (ahead + 1) as f64 / limit.max(1) as f64;
+        // Streams that started together end together: slots come back in rounds, and the
+        // call waits for whole ones. A call that waited one round too long is cut at its
+        // deadline mid-stream, its slot time lost (ADR 0118).
+        let rounds = if self.streams(slot) {
+            rounds.ceil()
+        } else {
+            rounds
+        };
+        rounds * slot + slot > DEADLINE_SHARE * budget_ns as f64
+    }
+
+    /// A call already waiting, `ahead` waiters ahead of it and `left_ns` to its deadline: would
+    /// the deadline rule refuse it now? `None` until a call that had waited settled. Calls that
+    /// waited on a new key, before any settled, are judged so then (ADR 0615): by a mean hold
+    /// time restarted from that call, not the first round's, which pays a cold process's
+    /// one-time costs.
+    pub fn waiter_misses(&self, ahead: u32, left_ns: u64) -> Option<bool> {
+        if !self.waited {
+            return None;
+        }
+        let slot = self.slot_ns();
+        Some(left_ns != u64::MAX && self.misses(slot, ahead, self.limit.current(), left_ns))
+    }
+
+    /// A waiter of `level` refused by the deadline rule leaves the queue.
+    pub fn refuse_waiter(&mut self, level: u8) -> bool {
+        if !self.leave_queue(level) {
+            return false;
+        }
+        self.last_refusal = QueueRefusal::Deadline;
+        true
     }
 
     /// A waiter that would be admitted now but whose deadline (engine clock) comes before the
@@ -267,6 +304,7 @@ impl Limiter {
     pub fn release(&mut self, now: Nanos, sample: Option<&Sample>) {
         debug_assert!(self.inflight > 0, "limiter released more than admitted");
         self.inflight = self.inflight.saturating_sub(1);
+        self.standing.depart();
         if let Some(s) = sample {
             let d = s.duration_ns as f32;
             let tail = s.duration_ns.saturating_sub(s.latency_ns) as f32;
@@ -276,6 +314,11 @@ impl Limiter {
             } else {
                 self.hold_ns += (d - self.hold_ns) * HOLD_WEIGHT;
                 self.tail_ns += (tail - self.tail_ns) * HOLD_WEIGHT;
+            }
+            if s.waited && !self.waited {
+                self.waited = true;
+                self.hold_ns = d.max(1.0);
+                self.tail_ns = tail;
             }
             self.limit.note_tail(self.tail_ns);
             self.limit.on_sample(now, s, self.inflight);
@@ -381,12 +424,18 @@ mod tests {
         }
     }
 
-    /// Make the queue stand: it does not shrink over two intervals (arrivals at each).
+    /// Make the queue stand: it does not shrink over two intervals in which a call left
+    /// (two arrivals at each).
     fn stand(l: &mut Limiter, rng: &mut SplitMix64) -> Nanos {
         let mut now = 0;
         for _ in 0..3 {
             now += MIN_INTERVAL_NS;
+            l.release(now, None);
             let _ = l.admit(now, rng, u64::MAX, D);
+            let _ = l.admit(now, rng, u64::MAX, D);
+            if l.standing() {
+                break;
+            }
         }
         assert!(l.standing(), "{} waiting did not stand", l.queued());
         now
@@ -446,6 +495,21 @@ mod tests {
         // With a 60 s deadline too: 10 000 × 20 ms / 20 = 10 s of waiting fits.
         fill(&mut l, &mut rng, 2, 10_000);
         assert_eq!(l.queued(), 19_980);
+        assert!(!l.standing());
+    }
+
+    #[test]
+    fn a_batch_dispatched_in_one_long_turn_is_not_shed_on_a_new_key() {
+        // 1 000 calls arrive 0.5 ms apart (a cold process on a busy machine dispatching a batch
+        // in one synchronous turn of 500 ms): no call can leave meanwhile, so no interval is
+        // judged (ADR 0614). Before, 580 were shed as a standing queue.
+        let mut rng = SplitMix64::new(1);
+        let t0 = 1_000_000_000;
+        let mut l = Limiter::new(&LimiterOptions::default(), t0);
+        let shed = (0..1_000u64)
+            .filter(|i| l.admit(t0 + i * 500_000, &mut rng, u64::MAX, D) == Admission::RejectQueue)
+            .count();
+        assert_eq!((shed, l.inflight(), l.queued()), (0, 20, 980));
         assert!(!l.standing());
     }
 
@@ -522,6 +586,44 @@ mod tests {
     }
 
     #[test]
+    fn a_new_keys_waiters_are_judged_by_the_deadline_rule_once_a_call_that_waited_settled() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = Limiter::new(&LimiterOptions::default(), 0); // vegas, limit 20
+        let budget = 500_000_000;
+        for _ in 0..1_000 {
+            assert!(l.admit(0, &mut rng, budget, D).is_run_or_queue());
+        }
+        assert_eq!(l.waiter_misses(0, budget), None, "no estimate yet");
+        // The first round pays a cold start (100 ms): no judgement yet, its calls never waited.
+        for _ in 0..20 {
+            l.release(100_000_000, Some(&sample(100_000_000)));
+            assert!(l.admit_queued(100_000_000, D));
+        }
+        assert_eq!(
+            l.waiter_misses(0, budget),
+            None,
+            "only the first round settled"
+        );
+        // The first call that had waited settles after 20 ms: 20 slots of 20 ms drain a waiter a
+        // ms; with 380 ms left, a waiter fits if (ahead + 1) ms + 20 ms <= 304 ms.
+        let waited = Sample {
+            waited: true,
+            ..sample(20_000_000)
+        };
+        l.release(120_000_000, Some(&waited));
+        let left = budget - 120_000_000;
+        assert_eq!(l.waiter_misses(283, left), Some(false));
+        assert_eq!(l.waiter_misses(284, left), Some(true));
+        assert_eq!(l.waiter_misses(5_000, u64::MAX), Some(false), "no deadline");
+        let q = l.queued();
+        assert!(l.refuse_waiter(D));
+        assert_eq!(
+            (l.queued(), l.last_refusal()),
+            (q - 1, QueueRefusal::Deadline)
+        );
+    }
+
+    #[test]
     fn the_queue_is_capped_at_max_queued_whatever_its_state() {
         let mut rng = SplitMix64::new(1);
         let q = QueueOptions {
@@ -551,10 +653,18 @@ mod tests {
         // A larger limit moves the bound: below 2L = 2 × 8 outstanding waits without chance.
         l.set_limit(8);
         assert_eq!(l.admit(now, &mut rng, u64::MAX, D), Admission::Queue);
-        // Drained into the free zone (≤ (2 − 1) × L waiting), the queue no longer stands.
+        // Drained into the free zone (≤ (2 − 1) × L waiting), it still stands: the factors shed
+        // nothing there, and at once past it (ADR 0614). Emptied, it no longer stands.
         while l.queued() > 8 {
             l.leave_queue(D);
         }
+        assert_eq!(l.admit(now, &mut rng, u64::MAX, D), Admission::Queue);
+        assert!(l.standing());
+        while l.queued() > 0 {
+            l.leave_queue(D);
+        }
+        let free = 8 - l.inflight();
+        fill(&mut l, &mut rng, now, free);
         assert_eq!(l.admit(now, &mut rng, u64::MAX, D), Admission::Queue);
         assert!(!l.standing());
     }
@@ -634,6 +744,8 @@ mod tests {
         let mut now = 0;
         for _ in 0..3 {
             now += MIN_INTERVAL_NS;
+            l.release(now, None);
+            assert!(l.admit_queued(now, low));
             let _ = l.admit(now, &mut rng, u64::MAX, low);
         }
         assert!(l.standing());

@@ -400,6 +400,30 @@ impl PolicySet {
         a
     }
 
+    /// A waiter of `level` with `ahead` waiters ahead of it and `deadline` (engine clock; 0:
+    /// none): refused now, and out of the queue, when the key's latency says it cannot leave
+    /// the queue in time (the deadline rule, ADR 0615). `None` until a call that waited settled.
+    pub fn refuse_late_waiter(
+        &mut self,
+        now: Nanos,
+        level: u8,
+        ahead: u32,
+        deadline: Nanos,
+    ) -> Option<bool> {
+        let limiter = self.limiter.as_mut()?;
+        let left = if deadline == 0 {
+            u64::MAX
+        } else {
+            deadline.saturating_sub(now)
+        };
+        if !limiter.waiter_misses(ahead, left)? || !limiter.refuse_waiter(level) {
+            return Some(false);
+        }
+        self.rejections[RejectReason::Queue as usize] += 1;
+        self.queue_refusals_by_priority[class_of(level) as usize] += 1;
+        Some(true)
+    }
+
     /// The highest level a call waits at (`None`: nobody waits).
     #[inline]
     pub fn highest_waiting(&self) -> Option<u8> {

@@ -5,7 +5,11 @@
 //! serves. CoDel (RFC 8289) draws the line by sojourn time, which cannot tell a long batch from
 //! overload: every waiter of a 10 000-call batch waits long. The queue's length across
 //! consecutive intervals can: a queue that has not shrunk over `STREAK` intervals in a row is
-//! standing, and it stays so until it has drained back into the factors' free zone.
+//! standing, and it stays so until it has emptied (ADR 0614; until it had drained into the
+//! factors' free zone, it grew again for two intervals each time before it was shed).
+//! An interval ends only once a call has left the key since it began: a queue that had no
+//! chance to shrink (a batch dispatched in one long synchronous turn of the event loop, or a
+//! stall of this process) is no evidence (ADR 0614).
 
 use crate::Nanos;
 
@@ -27,6 +31,8 @@ pub struct Standing {
     /// Intervals in a row the queue did not shrink.
     streak: u8,
     standing: bool,
+    /// A call left the key (settled) since the interval began.
+    departed: bool,
 }
 
 impl Standing {
@@ -35,11 +41,14 @@ impl Standing {
     #[inline]
     pub fn observe(&mut self, now: Nanos, queued: u32, free_zone: u32, interval_ns: u64) -> bool {
         if queued <= free_zone {
-            self.standing = false;
             self.streak = 0;
+            if queued == 0 {
+                self.standing = false;
+            }
         }
         let now_ms = (now / 1_000_000) as u32;
-        if now_ms.wrapping_sub(self.since_ms) as u64 * 1_000_000 >= interval_ns {
+        if self.departed && now_ms.wrapping_sub(self.since_ms) as u64 * 1_000_000 >= interval_ns {
+            self.departed = false;
             if queued > 0 && queued >= self.queued_then {
                 self.streak = self.streak.saturating_add(1);
                 if self.streak >= STREAK && queued > free_zone {
@@ -52,6 +61,12 @@ impl Standing {
             self.queued_then = queued;
         }
         self.standing
+    }
+
+    /// A call left the key: its slot turned over, so the queue could have shrunk.
+    #[inline]
+    pub fn depart(&mut self) {
+        self.departed = true;
     }
 
     pub fn is_standing(&self) -> bool {
@@ -73,42 +88,71 @@ mod tests {
 
     const I: u64 = MIN_INTERVAL_NS;
 
+    /// Judge at `now` with `queued` waiting, after a call left the key.
+    fn after_departure(s: &mut Standing, now: Nanos, queued: u32) -> bool {
+        s.depart();
+        s.observe(now, queued, 20, I)
+    }
+
     #[test]
     fn a_burst_that_drains_never_stands() {
         let mut s = Standing::default();
         // A batch lands mid-interval: 0 → 1 000 waiting, then drains 64 per interval.
-        assert!(!s.observe(0, 0, 20, I));
-        assert!(!s.observe(I / 2, 1_000, 20, I));
+        assert!(!after_departure(&mut s, 0, 0));
+        assert!(!after_departure(&mut s, I / 2, 1_000));
         let mut q = 1_000;
         for k in 1..15 {
             q -= 64;
             assert!(
-                !s.observe(k * I + I / 2, q, 20, I),
+                !after_departure(&mut s, k * I + I / 2, q),
                 "interval {k}, {q} waiting"
             );
         }
     }
 
     #[test]
-    fn a_queue_that_does_not_shrink_for_two_intervals_stands_until_it_drains() {
+    fn a_queue_that_does_not_shrink_for_two_intervals_stands_until_it_empties() {
         let mut s = Standing::default();
-        assert!(!s.observe(0, 30, 20, I));
+        assert!(!after_departure(&mut s, 0, 30));
         assert!(
-            !s.observe(I, 40, 20, I),
+            !after_departure(&mut s, I, 40),
             "one interval of growth is not enough"
         );
         assert!(
-            s.observe(2 * I, 40, 20, I),
+            after_departure(&mut s, 2 * I, 40),
             "flat for a second interval: standing"
         );
-        // It stays standing while it shrinks but remains above the free zone…
-        assert!(s.observe(3 * I, 35, 20, I));
-        assert!(s.observe(3 * I + 1, 21, 20, I));
-        // …and stops once drained into it.
-        assert!(!s.observe(3 * I + 2, 20, 20, I));
+        // It stays standing while it shrinks, into the free zone too (where the factors shed
+        // nothing): growing past it again, it is shed at once (ADR 0614)…
+        assert!(after_departure(&mut s, 3 * I, 35));
+        assert!(after_departure(&mut s, 3 * I + 1, 20));
+        assert!(after_departure(&mut s, 3 * I + 2, 1));
+        assert!(after_departure(&mut s, 3 * I + 3, 40));
+        // …and stops once it has emptied.
+        assert!(!after_departure(&mut s, 3 * I + 4, 0));
         assert!(
-            !s.observe(4 * I, 25, 20, I),
+            !after_departure(&mut s, 4 * I, 25),
             "the streak starts again from nothing"
+        );
+    }
+
+    #[test]
+    fn a_queue_that_had_no_departure_is_not_judged() {
+        // A batch dispatched in one synchronous turn that lasts 1 s (a cold process on a busy
+        // machine): the queue grows across ten intervals, but no call could leave meanwhile.
+        let mut s = Standing::default();
+        assert!(!after_departure(&mut s, I, 0));
+        for k in 2..=11 {
+            assert!(!s.observe(k * I, 100 * k as u32, 20, I), "interval {k}");
+        }
+        // Calls leave from then on: the growth is judged over intervals with departures.
+        assert!(
+            !after_departure(&mut s, 12 * I, 1_000),
+            "one judged interval"
+        );
+        assert!(
+            after_departure(&mut s, 13 * I, 1_000),
+            "flat across two: standing"
         );
     }
 
@@ -116,7 +160,7 @@ mod tests {
     fn a_queue_inside_the_free_zone_never_stands() {
         let mut s = Standing::default();
         for k in 0..10 {
-            assert!(!s.observe(k * I, 10, 20, I));
+            assert!(!after_departure(&mut s, k * I, 10));
         }
     }
 

@@ -9,7 +9,7 @@ use napi_derive::napi;
 
 use super::codes::*;
 use super::options::{to_budget, to_options, NativeOptions};
-use resilix_engine::{Acquired, Engine, RegistryError, Verdict};
+use resilix_engine::{Acquired, Engine, RegistryError, RejectReason, Verdict};
 
 const KEY_BITS: u32 = resilix_engine::registry::INDEX_BITS + resilix_engine::registry::GEN_BITS;
 const KEY_SPAN: f64 = (1u64 << KEY_BITS) as f64;
@@ -188,6 +188,31 @@ pub fn admit_queued(handle: f64, deadline_ms: f64) -> f64 {
         match e.admit_queued_by(k, t, level, 0, deadline) {
             Ok(Some(a)) => acquired_code(a),
             Ok(None) => KEEP_WAITING,
+            Err(_) => STALE_HANDLE,
+        }
+    })
+    .unwrap_or(STALE_HANDLE)
+}
+
+/// A waiter of `level`, `ahead` waiters from the front, whose deadline is `deadline_ms` (engine
+/// clock; 0: none): the queue's rejection code if the key's latency says it cannot leave the
+/// queue in time (it is out of the engine's queue then), `KEEP_WAITING` if it can, `QUEUED`
+/// until a call that had waited settled on the key, or `STALE_HANDLE` (ADR 0615).
+#[napi(catch_unwind)]
+pub fn refuse_late_waiter(handle: f64, level: u32, ahead: f64, deadline_ms: f64) -> f64 {
+    let t = now();
+    let level = level.min(resilix_engine::priority::LEVELS as u32 - 1) as u8;
+    let ahead = if ahead.is_finite() && ahead > 0.0 {
+        ahead.min(u32::MAX as f64) as u32
+    } else {
+        0
+    };
+    let deadline = deadline_ns(deadline_ms);
+    with_engine(handle, |e, k| {
+        match e.refuse_late_waiter(k, t, level, ahead, deadline) {
+            Ok(Some(true)) => acquired_code(Acquired::Rejected(RejectReason::Queue)),
+            Ok(Some(false)) => KEEP_WAITING,
+            Ok(None) => QUEUED,
             Err(_) => STALE_HANDLE,
         }
     })

@@ -184,16 +184,8 @@ class ResilientRequest {
           this.unreplayable = policy // longer than it said, or not bytes: sent once
           this.opts = { ...this.opts, body: r.rest }
         }
-        let left
-        if (this.s.timeoutMs !== undefined) {
-          left = this.s.timeoutMs - (now() - this.t0)
-          if (left <= 0) {
-            this.state = DONE
-            deliverError(this, new TimeoutError(this.key, this.s.timeoutMs, false))
-            return
-          }
-        }
-        this.acquire(left)
+        const left = this.timeLeft()
+        if (left !== null) this.acquire(left)
       },
       (err) => {
         if (!this.readEnded()) return
@@ -512,20 +504,26 @@ class ResilientRequest {
     return { cls: PRIORITIES.indexOf(this.priority ?? 'normal'), tenant: this.tenant }
   }
 
+  /**
+   * What is left of the request's deadline (undefined: none), or null once it has passed: the
+   * request then ends with its TimeoutError.
+   */
+  timeLeft() {
+    if (this.s.timeoutMs === undefined) return undefined
+    const left = this.s.timeoutMs - (now() - this.t0)
+    if (left > 0) return left
+    this.state = DONE
+    deliverError(this, new TimeoutError(this.key, this.s.timeoutMs, false))
+    return null
+  }
+
   /** The backoff ended: the next attempt waits for its own permit within what is left. */
   nextAttempt() {
     this.backoff = null
     this.state = WAITING
     this.permit = null
-    let left
-    if (this.s.timeoutMs !== undefined) {
-      left = this.s.timeoutMs - (now() - this.t0)
-      if (left <= 0) {
-        this.state = DONE
-        deliverError(this, new TimeoutError(this.key, this.s.timeoutMs, false))
-        return
-      }
-    }
+    const left = this.timeLeft()
+    if (left === null) return
     // The throttle decided this retry before its wait: not drawn again (ADR 1004).
     native.throttlePass(this.ks.handle)
     this.acquire(left)

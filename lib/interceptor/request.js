@@ -219,7 +219,9 @@ class ResilientRequest {
     this.wait = new AbortController()
     let waiting
     try {
-      waiting = this.s.rx.acquire(this.key, { timeoutMs, signal: this.wait.signal, priority: this.priority, tenant: this.tenant, cost: this.cost })
+      // acquire() of the key (a string), told which retry this is when refused (ADR 1004).
+      const attempt = this.attempts === 0 ? 0 : this.attempts + 1
+      waiting = this.s.rx._admit(null, this.key, { timeoutMs, signal: this.wait.signal, priority: this.priority, tenant: this.tenant, cost: this.cost }, false, attempt)
     } catch (err) {
       this.refused(err) // acquire answers with a rejected promise; a throw is treated alike
       return

@@ -1,0 +1,124 @@
+// A retry announced to onRetry and refused by our own policies when it is sent (the limit with
+// queueing off, a full queue) is told to onReject with the attempt it was (ADR 1004); a first
+// attempt's refusal carries no attempt. Through execute and through the undici interceptor,
+// against a real local upstream answering 503. The slot is taken from the onRetry listener
+// itself, so the retry is sure to find it held: no timing is assumed.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { once } from 'node:events'
+import http from 'node:http'
+import { Agent, request } from 'undici'
+import { Resilix, attemptsOf, findRejectedError } from '../index.js'
+import { interceptor } from '../undici.js'
+
+async function start503() {
+  let requests = 0
+  const server = http.createServer((req, res) => {
+    requests++
+    res.writeHead(503).end('busy')
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return {
+    url: `http://127.0.0.1:${server.address().port}/`,
+    get requests() {
+      return requests
+    },
+    close: () => new Promise((r) => server.close(r)),
+  }
+}
+
+const get = (url) => async (ctx) => {
+  const r = await fetch(url, { signal: ctx.signal })
+  await r.text()
+  return r
+}
+
+const RETRY = { attempts: 2, baseMs: 5, maxDelayMs: 5 }
+
+/**
+ * An instance whose key 'k' runs one call at a time; when a retry is announced, the listener
+ * takes the slot (and with `queued`, fills the queue) so that the retry is refused when sent.
+ */
+function setup(queue) {
+  const rx = new Resilix({ algorithm: 'fixed', initialLimit: 1, queue, throttle: false, retry: RETRY })
+  const retries = []
+  const refusals = []
+  const held = []
+  rx.onRetry((e) => {
+    retries.push(e)
+    held.push(rx.acquire('k'))
+    if (queue !== false) held.push(rx.acquire('k'))
+  })
+  rx.onReject((e) => refusals.push(e))
+  const release = async () => {
+    for (const p of held) (await p).release('success')
+  }
+  return { rx, retries, refusals, release }
+}
+
+for (const [name, queue, reason] of [
+  ['the limit with queueing off', false, 'limit'],
+  ['a full queue', { maxQueued: 1 }, 'queue'],
+]) {
+  test(`execute: a retry refused when sent by ${name} is told to onReject with attempt 2; a first attempt's refusal has no attempt`, async () => {
+    const up = await start503()
+    const { rx, retries, refusals, release } = setup(queue)
+    try {
+      const r = await rx.execute(get(up.url), { key: 'k' })
+      // The retry was never sent: the caller has the first attempt's 503.
+      assert.equal(r.status, 503)
+      assert.equal(up.requests, 1)
+      assert.equal(attemptsOf(r), 1)
+      assert.deepEqual(retries.map((e) => [e.key, e.attempt]), [['k', 2]])
+      assert.deepEqual(refusals, [{ key: 'k', reason, priority: 'normal', attempt: 2 }])
+
+      // A first attempt refused the same way: no attempt field.
+      const err = await rx.execute(get(up.url), { key: 'k' }).then(
+        () => assert.fail('expected a refusal'),
+        (e) => e,
+      )
+      assert.equal(findRejectedError(err)?.reason, reason)
+      assert.equal(refusals.length, 2)
+      assert.deepEqual(refusals[1], { key: 'k', reason, priority: 'normal' })
+      assert.equal('attempt' in refusals[1], false)
+      assert.equal(up.requests, 1)
+      await release()
+    } finally {
+      rx.close()
+      await up.close()
+    }
+  })
+
+  test(`interceptor: a retry refused when sent by ${name} is told to onReject with attempt 2; a first attempt's refusal has no attempt`, async () => {
+    const up = await start503()
+    const { rx, retries, refusals, release } = setup(queue)
+    const agent = new Agent().compose(interceptor(rx, { key: 'k', retry: RETRY }))
+    try {
+      const err = await request(up.url, { dispatcher: agent }).then(
+        () => assert.fail('expected a refusal'),
+        (e) => e,
+      )
+      // The 503's response was abandoned for the retry; the retry was never sent.
+      assert.equal(findRejectedError(err)?.reason, reason)
+      assert.equal(up.requests, 1)
+      assert.deepEqual(retries.map((e) => [e.key, e.attempt]), [['k', 2]])
+      assert.deepEqual(refusals, [{ key: 'k', reason, priority: 'normal', attempt: 2 }])
+
+      const first = await request(up.url, { dispatcher: agent }).then(
+        () => assert.fail('expected a refusal'),
+        (e) => e,
+      )
+      assert.equal(findRejectedError(first)?.reason, reason)
+      assert.equal(refusals.length, 2)
+      assert.deepEqual(refusals[1], { key: 'k', reason, priority: 'normal' })
+      assert.equal('attempt' in refusals[1], false)
+      assert.equal(up.requests, 1)
+      await release()
+    } finally {
+      await agent.close()
+      rx.close()
+      await up.close()
+    }
+  })
+}

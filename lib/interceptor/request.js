@@ -467,7 +467,7 @@ class ResilientRequest {
       this.abortWith(retryAfterError(this.key, timeoutMs, Math.min(hint, this.policy.maxRetryAfterMs), left, undefined), verdict)
       return true
     }
-    if (d === THROTTLE_REFUSED) this.s.rx._events.rejected(REJECTED_THROTTLE, this.key, this.permit._ks, this.prio())
+    if (d === THROTTLE_REFUSED) this.s.rx._events.rejected(REJECTED_THROTTLE, this.key, this.permit._ks, this.prio(), undefined, this.attempts + 1)
     if (d < 0) return false
     this.clearTimer()
     this.ks = this.permit._ks

@@ -10,6 +10,7 @@ import http from 'node:http'
 import { Agent, request } from 'undici'
 import { Resilix, attemptsOf, findRejectedError } from '../index.js'
 import { interceptor } from '../undici.js'
+import { sleep } from './helpers.mjs'
 
 async function start503() {
   let requests = 0
@@ -122,3 +123,63 @@ for (const [name, queue, reason] of [
     }
   })
 }
+
+/**
+ * The retry waits in the queue behind the slot taken from the onRetry listener; the slot is then
+ * given back as a failure, which opens the breaker (a 503 is 'overload', never a breaker failure):
+ * the retry, its turn come, is refused by the breaker after waiting.
+ */
+function setupBreaker() {
+  const rx = new Resilix({ algorithm: 'fixed', initialLimit: 1, throttle: false, retry: RETRY, breaker: { consecutiveFailures: 1 } })
+  const retries = []
+  const refusals = []
+  let held = null
+  rx.onRetry((e) => {
+    retries.push(e)
+    held = rx.acquire('k')
+  })
+  rx.onReject((e) => refusals.push(e))
+  const failWhenQueued = async () => {
+    while (rx.stats('k').queued === 0) await sleep(5)
+    ;(await held).release('failure')
+  }
+  return { rx, retries, refusals, failWhenQueued }
+}
+
+test('execute: a retry refused after waiting in the queue (a breaker that opened meanwhile) is told to onReject with attempt 2', async () => {
+  const up = await start503()
+  const { rx, retries, refusals, failWhenQueued } = setupBreaker()
+  try {
+    const call = rx.execute(get(up.url), { key: 'k' })
+    await failWhenQueued()
+    const r = await call
+    assert.equal(r.status, 503)
+    assert.equal(up.requests, 1)
+    assert.deepEqual(retries.map((e) => [e.key, e.attempt]), [['k', 2]])
+    assert.deepEqual(refusals, [{ key: 'k', reason: 'breaker', priority: 'normal', attempt: 2 }])
+  } finally {
+    rx.close()
+    await up.close()
+  }
+})
+
+test('interceptor: a retry refused after waiting in the queue (a breaker that opened meanwhile) is told to onReject with attempt 2', async () => {
+  const up = await start503()
+  const { rx, retries, refusals, failWhenQueued } = setupBreaker()
+  const agent = new Agent().compose(interceptor(rx, { key: 'k', retry: RETRY }))
+  try {
+    const call = request(up.url, { dispatcher: agent }).then(
+      () => assert.fail('expected a refusal'),
+      (e) => e,
+    )
+    await failWhenQueued()
+    assert.equal(findRejectedError(await call)?.reason, 'breaker')
+    assert.equal(up.requests, 1)
+    assert.deepEqual(retries.map((e) => [e.key, e.attempt]), [['k', 2]])
+    assert.deepEqual(refusals, [{ key: 'k', reason: 'breaker', priority: 'normal', attempt: 2 }])
+  } finally {
+    await agent.close()
+    rx.close()
+    await up.close()
+  }
+})

@@ -183,3 +183,41 @@ test('interceptor: a retry refused after waiting in the queue (a breaker that op
     await up.close()
   }
 })
+
+test('a retry refused by the quota when sent is told to onReject with attempt 2, through execute and the interceptor; a first attempt has none', async () => {
+  const up = await start503()
+  // One request a minute, 5 s deadlines: the first attempt spends it, the retry cannot fit.
+  const rx = new Resilix({ quota: { requests: 1, windowMs: 60_000 }, timeoutMs: 5_000, throttle: false, retry: RETRY })
+  const agentRx = new Resilix({ quota: { requests: 1, windowMs: 60_000 }, throttle: false })
+  const agent = new Agent().compose(interceptor(agentRx, { key: 'k', retry: RETRY, timeoutMs: 5_000 }))
+  const retries = []
+  const refusals = []
+  for (const x of [rx, agentRx]) {
+    x.onRetry((e) => retries.push(e))
+    x.onReject((e) => refusals.push(e))
+  }
+  try {
+    const r = await rx.execute(get(up.url), { key: 'k' })
+    assert.equal(r.status, 503)
+    const err = await request(up.url, { dispatcher: agent }).then(
+      () => assert.fail('expected a refusal'),
+      (e) => e,
+    )
+    assert.equal(findRejectedError(err)?.reason, 'quota')
+    assert.equal(up.requests, 2)
+    assert.deepEqual(retries.map((e) => [e.key, e.attempt]), [['k', 2], ['k', 2]])
+    assert.deepEqual(refusals.map(({ key, reason, attempt }) => ({ key, reason, attempt })), [
+      { key: 'k', reason: 'quota', attempt: 2 },
+      { key: 'k', reason: 'quota', attempt: 2 },
+    ])
+    // A first attempt refused by the quota: no attempt field.
+    await assert.rejects(rx.execute(get(up.url), { key: 'k' }), (e) => findRejectedError(e)?.reason === 'quota')
+    assert.equal(refusals.length, 3)
+    assert.equal('attempt' in refusals[2], false)
+  } finally {
+    await agent.close()
+    rx.close()
+    agentRx.close()
+    await up.close()
+  }
+})

@@ -145,7 +145,7 @@ class Resilix {
     return this._events.on('breaker', listener)
   }
 
-  /** Subscribes to rejections `{ key, reason }` (our own policies refusing a call). */
+  /** Subscribes to rejections `{ key, reason, priority, tenant?, attempt? }` (our own policies refusing a call). */
   onReject(listener) {
     return this._events.on('reject', listener)
   }

@@ -221,3 +221,25 @@ test('a retry refused by the quota when sent is told to onReject with attempt 2,
     await up.close()
   }
 })
+
+test('a first attempt with its own attemptTimeoutMs refused after waiting in the queue rejects with its RejectedError, told without attempt', async () => {
+  const rx = new Resilix({ algorithm: 'fixed', initialLimit: 1, throttle: false, breaker: { consecutiveFailures: 1 } })
+  const refusals = []
+  rx.onReject((e) => refusals.push(e))
+  try {
+    const held = await rx.acquire('k')
+    let ran = 0
+    const call = rx.execute(async () => ran++, { key: 'k', retry: { ...RETRY, attemptTimeoutMs: 60_000 } }).then(
+      () => assert.fail('expected a refusal'),
+      (e) => e,
+    )
+    assert.equal(rx.stats('k').queued, 1)
+    held.release('failure') // opens the breaker: the waiter's turn comes and it is refused
+    const err = await call
+    assert.equal(findRejectedError(err)?.reason, 'breaker')
+    assert.equal(ran, 0)
+    assert.deepEqual(refusals, [{ key: 'k', reason: 'breaker', priority: 'normal' }])
+  } finally {
+    rx.close()
+  }
+})

@@ -385,7 +385,8 @@ function refuseWaiter(call, err) {
   detach(call)
   call._state = DONE
   // A retry refused by our own policies is not sent: its call ends with the attempt before.
-  if (call._retry !== null && !call._retry.first) {
+  // A first attempt (its RetryState when it has attemptTimeoutMs) has none: it gets `err`.
+  if (call._retry !== null && call._attempt > 0) {
     call._answered = true
     retryHooks.refused(call)
   } else answer(call, err)

@@ -444,6 +444,11 @@ export interface RejectEvent {
   priority: Priority
   /** The refused call's tenant, when it named one. */
   tenant?: string
+  /**
+   * Set when the refused call was a retry: its attempt number (2 for the first retry), the one
+   * `onRetry` announced when refused after its wait; absent for a first attempt.
+   */
+  attempt?: number
 }
 export interface RetryEvent {
   key: string

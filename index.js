@@ -145,7 +145,7 @@ class Resilix {
     return this._events.on('breaker', listener)
   }
 
-  /** Subscribes to rejections `{ key, reason }` (our own policies refusing a call). */
+  /** Subscribes to rejections `{ key, reason, priority, tenant?, attempt? }` (our own policies refusing a call). */
   onReject(listener) {
     return this._events.on('reject', listener)
   }
@@ -173,9 +173,10 @@ class Resilix {
   /**
    * The one admission path: options, key, registry, then the engine's answer. `execute`: fn and
    * opts.key are execute()'s and the instance's timeoutMs applies; else acquire() of `key`.
-   * Bad input rejects, never throws.
+   * `attempt`: the interceptor's retry, its attempt number (2 for the first retry), told with
+   * its refusal (ADR 1004); 0 for any other call. Bad input rejects, never throws.
    */
-  _admit(fn, key, opts, execute) {
+  _admit(fn, key, opts, execute, attempt = 0) {
     let timeoutMs = execute ? this._timeoutMs : undefined
     let retry = execute ? this._retry : null
     let signal
@@ -205,7 +206,7 @@ class Resilix {
     let ks, p
     try {
       ks = this._keyState(key)
-      if (ks === null) return Promise.reject(this._events.rejected(REGISTRY_FULL, key))
+      if (ks === null) return Promise.reject(this._events.rejected(REGISTRY_FULL, key, undefined, undefined, undefined, attempt))
       // A first attempt is judged by its own deadline when sooner (ADR 0905).
       const budget = retry === null ? timeoutMs : attemptBudget(retry, timeoutMs)
       p = cost === null ? this._acquire(ks, budget, prio) : this._acquireCosting(ks, budget, prio, cost)
@@ -214,8 +215,8 @@ class Resilix {
     }
     // A listener (evict, limit, breaker) may have closed this instance meanwhile.
     if (this._closed) return Promise.reject(closedError('a call'))
-    if (cost !== null) return admitCosting(this, ks, fn, key, timeoutMs, signal, retry, prio, cost, p)
-    if (prio !== null) return admitPrio(this, ks, fn, key, timeoutMs, signal, retry, prio, p)
+    if (cost !== null) return admitCosting(this, ks, fn, key, timeoutMs, signal, retry, prio, cost, p, attempt)
+    if (prio !== null) return admitPrio(this, ks, fn, key, timeoutMs, signal, retry, prio, p, attempt)
     if (retry !== null) return startRetrying(this, ks, fn, retry, timeoutMs, signal, p)
     if (p >= 0) {
       if (fn === null) return Promise.resolve(new Permit(this, ks, p))
@@ -224,8 +225,12 @@ class Resilix {
       if (timeoutMs === undefined && signal === undefined && !diagnosed()) return runPlain(new Call(this, ks, fn, undefined, undefined), p)
       return runGuarded(new GuardedCall(this, ks, fn, timeoutMs, signal), p)
     }
-    if (p === QUEUED) return wait(new GuardedCall(this, ks, fn, timeoutMs, signal))
-    return Promise.reject(this._events.rejected(p, key, ks))
+    if (p === QUEUED) {
+      const call = new GuardedCall(this, ks, fn, timeoutMs, signal)
+      call._attempt = attempt
+      return wait(call)
+    }
+    return Promise.reject(this._events.rejected(p, key, ks, null, undefined, attempt))
   }
 
   /** `key`'s KeyState, resolved with the engine on first use; null when the registry is full. */
@@ -323,7 +328,7 @@ class Resilix {
 }
 
 /** `_admit`'s end for a call that names a priority or a tenant: always a guarded call. */
-function admitPrio(rx, ks, fn, key, timeoutMs, signal, retry, prio, p) {
+function admitPrio(rx, ks, fn, key, timeoutMs, signal, retry, prio, p, attempt) {
   if (retry !== null) return startRetrying(rx, ks, fn, retry, timeoutMs, signal, p, prio)
   if (p >= 0) {
     if (fn === null) return Promise.resolve(new Permit(rx, ks, p))
@@ -334,9 +339,10 @@ function admitPrio(rx, ks, fn, key, timeoutMs, signal, retry, prio, p) {
   if (p === QUEUED) {
     const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
     call._prio = prio
+    call._attempt = attempt
     return wait(call)
   }
-  return Promise.reject(rx._events.rejected(p, key, ks, prio))
+  return Promise.reject(rx._events.rejected(p, key, ks, prio, undefined, attempt))
 }
 
 /** acquireCosting at the call's level (its tenant's rank asked first, as acquireAt does). */
@@ -352,7 +358,7 @@ function acquireCost(ks, budgetMs, prio, cost) {
 }
 
 /** `_admit`'s end on an instance with a quota: the call carries its cost (ADR 1100). */
-function admitCosting(rx, ks, fn, key, timeoutMs, signal, retry, prio, cost, p) {
+function admitCosting(rx, ks, fn, key, timeoutMs, signal, retry, prio, cost, p, attempt) {
   if (retry !== null) {
     if (p < 0 && p !== QUEUED && p !== QUOTA_WAIT) return Promise.reject(quota.rejection(rx, p, ks, prio, cost))
     return startRetrying(rx, ks, fn, retry, timeoutMs, signal, p, prio, cost)
@@ -373,10 +379,11 @@ function admitCosting(rx, ks, fn, key, timeoutMs, signal, retry, prio, cost, p) 
     const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
     call._prio = prio
     call._cost = cost
+    call._attempt = attempt
     if (p === QUOTA_WAIT) call._permit = p
     return wait(call)
   }
-  return Promise.reject(quota.rejection(rx, p, ks, prio, cost))
+  return Promise.reject(quota.rejection(rx, p, ks, prio, cost, attempt))
 }
 
 /** The caller's signal aborted a call, or a retrying call's wait between attempts. */

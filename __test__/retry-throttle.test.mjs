@@ -78,6 +78,9 @@ test('a retry the throttle refuses is not waited for and never announced to onRe
     // Told and counted as the throttle's refusals: the first attempts and the retries it refused.
     const told = refusals.filter((e) => e.reason === 'throttle' && e.key === 'k').length
     assert.equal(told, firstRefused.length + answered.length, report)
+    // Which attempt each refusal was: the retries as attempt 2, the first attempts without one.
+    assert.equal(refusals.filter((e) => e.reason === 'throttle' && e.attempt === 2).length, answered.length, report)
+    assert.equal(refusals.filter((e) => e.reason === 'throttle' && !('attempt' in e)).length, firstRefused.length, report)
     assert.equal(rx.stats('k').rejections.throttle - throttledBefore, told, report)
     // The retries announced are still waiting: close() ends them.
     rx.close()
@@ -122,10 +125,13 @@ test('through the interceptor too: a retry the throttle refuses ends the request
   const origin = new URL(up.url).origin
   const agent = new Agent().compose(interceptor(rx))
   const retries = []
+  const refusals = []
   rx.onRetry((e) => retries.push(e))
+  rx.onReject((e) => refusals.push(e))
   try {
     for (let i = 0; i < 30; i++) await rx.execute(get(up.url), { key: origin, retry: false }).catch(() => {})
     const sentBefore = up.requests
+    refusals.length = 0
     const N = 100
     const outcomes = new Array(N)
     const calls = Array.from({ length: N }, (_, i) =>
@@ -144,6 +150,8 @@ test('through the interceptor too: a retry the throttle refuses ends the request
     console.log(`# ${report}`)
     assert.ok(answered > 0, report)
     assert.equal(answered + retries.length, sent, report)
+    // Each retry refused is told to onReject as attempt 2.
+    assert.equal(refusals.filter((e) => e.reason === 'throttle' && e.attempt === 2).length, answered, report)
     // The retries announced are still waiting: close() ends them.
     rx.close()
     await Promise.all(calls)

@@ -125,6 +125,8 @@ class GuardedCall extends Call {
     this._timing = diag.timing()
     // a retrying call's policy (its first attempt) or its RetryState (lib/retry.js), else null
     this._retry = null
+    // a retry's attempt number, told with its refusal (2 for the first retry); 0 for a first attempt
+    this._attempt = 0
     // with a quota, what it costs (lib/quota.js), else null
     this._cost = null
   }
@@ -344,7 +346,7 @@ function settle(rx, ks, permit, verdict) {
 function settled(rx, ks, freed) {
   if (rx._events.watching) rx._events.observe(ks)
   if (!ks.judged && ks.head !== null) {
-    for (const call of lateWaiters(ks)) refuseWaiter(call, rx._events.rejected(call._permit, ks.name, ks, call._prio))
+    for (const call of lateWaiters(ks)) refuseWaiter(call, rx._events.rejected(call._permit, ks.name, ks, call._prio, undefined, call._attempt))
   }
   if (freed > 0 && ks.head !== null) wake(rx, ks)
 }
@@ -361,7 +363,7 @@ function wake(rx, ks) {
       if (deadlines.overdue(call)) continue
       if ((call = admitNext(ks)) === null) break
       if (call._permit >= 0) startWaiter(call)
-      else refuseWaiter(call, rx._events.rejected(call._permit, ks.name, ks, call._prio))
+      else refuseWaiter(call, rx._events.rejected(call._permit, ks.name, ks, call._prio, undefined, call._attempt))
     }
   } finally {
     ks.waking = false
@@ -383,7 +385,8 @@ function refuseWaiter(call, err) {
   detach(call)
   call._state = DONE
   // A retry refused by our own policies is not sent: its call ends with the attempt before.
-  if (call._retry !== null && !call._retry.first) {
+  // A first attempt (its RetryState when it has attemptTimeoutMs) has none: it gets `err`.
+  if (call._retry !== null && call._attempt > 0) {
     call._answered = true
     retryHooks.refused(call)
   } else answer(call, err)
@@ -398,7 +401,7 @@ quota.hooks.admitted = (call, p) => {
   }
 }
 quota.hooks.refused = (call, p) => {
-  refuseWaiter(call, quota.rejection(call._rx, p, call._ks, call._prio, call._cost))
+  refuseWaiter(call, quota.rejection(call._rx, p, call._ks, call._prio, call._cost, call._attempt))
 }
 
 // ---- ending early: deadline, caller abort, close -----------------------------------------------

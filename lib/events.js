@@ -81,14 +81,18 @@ class Emitter {
    * rejection outcome, REJECTED_BASE - reason (REGISTRY_FULL is 'registry'). `ks`: the key's
    * state, to say why its queue refused (a second native call, on the refusal path only).
    * `prio`: the call's priority and tenant (lib/levels.js), null or undefined for none.
+   * `attempt`: a refused retry's attempt number (2 for the first retry), 0 for a first attempt.
    */
-  rejected(code, key, ks, prio, why) {
+  rejected(code, key, ks, prio, why, attempt = 0) {
     const reason = REASONS[REJECTED_BASE - code]
     let detail = why ?? (reason === 'queue' && ks !== undefined ? queueDetail(ks) : undefined)
     if (detail !== undefined && prio != null) detail += ` (priority ${PRIORITIES[prio.cls]})`
     const err = new RejectedError(reason, key, detail)
     if (this.has('reject')) {
-      this.emit('reject', prio == null ? { key, reason, priority: 'normal' } : { key, reason, priority: PRIORITIES[prio.cls], tenant: prio.tenant })
+      const e = prio == null ? { key, reason, priority: 'normal' } : { key, reason, priority: PRIORITIES[prio.cls], tenant: prio.tenant }
+      // Which attempt was refused: a retry announced to onRetry, refused when sent (ADR 1004).
+      if (attempt > 0) e.attempt = attempt
+      this.emit('reject', e)
     }
     diag.rejected(this.owner, key, reason)
     return err

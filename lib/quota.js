@@ -186,11 +186,14 @@ function acquireCosting(ks, budgetMs, level, tenantId, cost, head) {
 
 const REJECTED_QUOTA = REJECTED_BASE - REASONS.indexOf('quota')
 
-/** The error for an acquire refused with `p` on a key with a quota: its reason, and why. */
-function rejection(rx, p, ks, prio, cost) {
-  if (p === QUOTA_OVERSIZE) return rx._events.rejected(REJECTED_QUOTA, ks.name, ks, prio, oversize(rx._quota, cost))
-  if (p === REJECTED_QUOTA) return rx._events.rejected(p, ks.name, ks, prio, tooLate(ks))
-  return rx._events.rejected(p, ks.name, ks, prio)
+/**
+ * The error for an acquire refused with `p` on a key with a quota: its reason, and why.
+ * `attempt`: a refused retry's attempt number, 0 for a first attempt (lib/events.js).
+ */
+function rejection(rx, p, ks, prio, cost, attempt = 0) {
+  if (p === QUOTA_OVERSIZE) return rx._events.rejected(REJECTED_QUOTA, ks.name, ks, prio, oversize(rx._quota, cost), attempt)
+  if (p === REJECTED_QUOTA) return rx._events.rejected(p, ks.name, ks, prio, tooLate(ks), attempt)
+  return rx._events.rejected(p, ks.name, ks, prio, undefined, attempt)
 }
 
 /** Why a call could not fit before its deadline: a 429's cooldown, or the rate budget comes back at. */

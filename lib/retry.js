@@ -158,7 +158,7 @@ function next(r, ok, x, verdict) {
   const d = decide(ks, r.attempts, verdict, hint, left, r.delay, r.policy)
   if (d === RETRY_AFTER_REFUSED) return fail(r, retryAfterError(ks.name, r.timeoutMs, Math.min(hint, r.policy.maxRetryAfterMs), left, x))
   // Refused before its wait, never announced to onRetry: the attempt before is the answer.
-  if (d === THROTTLE_REFUSED) rx._events.rejected(REJECTED_THROTTLE, ks.name, ks, r.prio)
+  if (d === THROTTLE_REFUSED) rx._events.rejected(REJECTED_THROTTLE, ks.name, ks, r.prio, undefined, r.attempts + 1)
   if (d < 0) return end(r, ok, x)
   r.lastOk = ok
   r.last = x
@@ -201,8 +201,8 @@ function afterBackoff(b) {
   if (rx._closed) return fail(r, closedError('a call')) // by a listener
   if (p >= 0 || p === QUEUED || p === QUOTA_WAIT) return launch(r, p, left, cost)
   // Refused at once by our own policies: not sent; the attempt before is the answer.
-  if (cost === null) rx._events.rejected(p, ks.name, ks, r.prio)
-  else rejection(rx, p, ks, r.prio, cost)
+  if (cost === null) rx._events.rejected(p, ks.name, ks, r.prio, undefined, r.attempts + 1)
+  else rejection(rx, p, ks, r.prio, cost, r.attempts + 1)
   end(r, r.lastOk, r.last)
 }
 
@@ -217,6 +217,7 @@ function launch(r, p, left, cost = r.cost) {
   }
   const call = new GuardedCall(r.rx, r.ks, r.fn, ms, r.signal)
   call._retry = r
+  if (r.attempts > 0) call._attempt = r.attempts + 1 // a retry, not the first attempt
   call._prio = r.prio
   call._cost = cost
   call._resolve = r.resolve

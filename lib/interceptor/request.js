@@ -219,7 +219,9 @@ class ResilientRequest {
     this.wait = new AbortController()
     let waiting
     try {
-      waiting = this.s.rx.acquire(this.key, { timeoutMs, signal: this.wait.signal, priority: this.priority, tenant: this.tenant, cost: this.cost })
+      // acquire() of the key (a string), told which retry this is when refused (ADR 1004).
+      const attempt = this.attempts === 0 ? 0 : this.attempts + 1
+      waiting = this.s.rx._admit(null, this.key, { timeoutMs, signal: this.wait.signal, priority: this.priority, tenant: this.tenant, cost: this.cost }, false, attempt)
     } catch (err) {
       this.refused(err) // acquire answers with a rejected promise; a throw is treated alike
       return
@@ -465,7 +467,7 @@ class ResilientRequest {
       this.abortWith(retryAfterError(this.key, timeoutMs, Math.min(hint, this.policy.maxRetryAfterMs), left, undefined), verdict)
       return true
     }
-    if (d === THROTTLE_REFUSED) this.s.rx._events.rejected(REJECTED_THROTTLE, this.key, this.permit._ks, this.prio())
+    if (d === THROTTLE_REFUSED) this.s.rx._events.rejected(REJECTED_THROTTLE, this.key, this.permit._ks, this.prio(), undefined, this.attempts + 1)
     if (d < 0) return false
     this.clearTimer()
     this.ks = this.permit._ks

@@ -218,6 +218,11 @@ impl Limiter {
             return None;
         }
         let slot = self.slot_ns();
+        // Streams: a waiter is judged at its turn instead, when a round of slots comes back
+        // (ADR 0118); refused here, it would be refused a whole stream after it came (ADR 0615).
+        if self.streams(slot) {
+            return Some(false);
+        }
         Some(left_ns != u64::MAX && self.misses(slot, ahead, self.limit.current(), left_ns))
     }
 
@@ -621,6 +626,40 @@ mod tests {
             (l.queued(), l.last_refusal()),
             (q - 1, QueueRefusal::Deadline)
         );
+    }
+
+    #[test]
+    fn a_new_keys_waiting_streams_are_left_to_their_turn() {
+        // 40 streams of 5 s (first token at 200 ms) arrive at once on a new key with 15 s
+        // deadlines; the first, which waited a moment, settles at 5.2 s. The deadline rule
+        // would refuse the waiters far back now, a whole stream after they came: they are
+        // judged at their turn instead (ADR 0118, 0615).
+        let mut rng = SplitMix64::new(1);
+        let mut l = Limiter::new(&LimiterOptions::default(), 0); // vegas, limit 20
+        let budget = 15_000_000_000;
+        for _ in 0..40 {
+            assert!(l.admit(0, &mut rng, budget, D).is_run_or_queue());
+        }
+        let stream = Sample {
+            latency_ns: 200_000_000,
+            duration_ns: 5_000_000_000,
+            waited: true,
+            ..sample(0)
+        };
+        l.release(5_200_000_000, Some(&stream));
+        let left = budget - 5_200_000_000;
+        assert_eq!(l.waiter_misses(19, left), Some(false));
+        // The same key's calls were short: the waiter 19th in line would be refused.
+        let mut short = Limiter::new(&LimiterOptions::default(), 0);
+        for _ in 0..40 {
+            assert!(short.admit(0, &mut rng, budget, D).is_run_or_queue());
+        }
+        let call = Sample {
+            latency_ns: 5_000_000_000,
+            ..stream
+        };
+        short.release(5_200_000_000, Some(&call));
+        assert_eq!(short.waiter_misses(19, left), Some(true));
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub struct Limiter {
     /// A call that had waited in the queue settled: past a new key's first round, which pays a
     /// cold process's one-time costs, the mean hold time restarted from it (ADR 0615).
     waited: bool,
+    /// A call with a deadline queued before the key had a hold time to judge it by: its
+    /// waiters are judged once a call that waited settles (ADR 0615).
+    blind: bool,
 }
 
 impl Limiter {
@@ -77,6 +80,7 @@ impl Limiter {
             recent: RecentLevels::default(),
             last_refusal: QueueRefusal::Standing,
             waited: false,
+            blind: false,
         }
     }
 
@@ -187,6 +191,9 @@ impl Limiter {
         {
             return Some(QueueRefusal::Deadline);
         }
+        if hold <= 0.0 && budget_ns != u64::MAX {
+            self.blind = true;
+        }
         None
     }
 
@@ -216,6 +223,10 @@ impl Limiter {
     pub fn waiter_misses(&self, ahead: u32, left_ns: u64) -> Option<bool> {
         if !self.waited {
             return None;
+        }
+        // Every waiter was judged when it came, by a known hold time.
+        if !self.blind {
+            return Some(false);
         }
         let slot = self.slot_ns();
         // Streams: a waiter is judged at its turn instead, when a round of slots comes back
@@ -322,8 +333,11 @@ impl Limiter {
             }
             if s.waited && !self.waited {
                 self.waited = true;
-                self.hold_ns = d.max(1.0);
-                self.tail_ns = tail;
+                // Restarted only where the first round had nothing to go by (ADR 0615).
+                if self.blind {
+                    self.hold_ns = d.max(1.0);
+                    self.tail_ns = tail;
+                }
             }
             self.limit.note_tail(self.tail_ns);
             self.limit.on_sample(now, s, self.inflight);
@@ -626,6 +640,32 @@ mod tests {
             (l.queued(), l.last_refusal()),
             (q - 1, QueueRefusal::Deadline)
         );
+    }
+
+    #[test]
+    fn a_warm_keys_waiters_were_judged_when_they_came() {
+        // The key's calls took 20 ms before any waited: each waiter was judged by the deadline
+        // rule as it queued, and is not judged again by the hold time of the first call that
+        // waited (a loaded machine's 60 ms), which refused some of them a turn late.
+        let mut rng = SplitMix64::new(1);
+        let mut l = Limiter::new(&LimiterOptions::default(), 0); // vegas, limit 20
+        for _ in 0..20 {
+            assert!(l.admit(0, &mut rng, u64::MAX, D).is_run_or_queue());
+        }
+        for _ in 0..20 {
+            l.release(20_000_000, Some(&sample(20_000_000)));
+        }
+        let budget = 500_000_000;
+        let queued = (0..400)
+            .filter(|_| l.admit(20_000_000, &mut rng, budget, D) == Admission::Queue)
+            .count();
+        assert!(queued > 100, "{queued} queued");
+        let waited = Sample {
+            waited: true,
+            ..sample(60_000_000)
+        };
+        l.release(80_000_000, Some(&waited));
+        assert_eq!(l.waiter_misses(200, budget - 80_000_000), Some(false));
     }
 
     #[test]

@@ -25,8 +25,8 @@ const tmp = mkdtempSync(join(tmpdir(), 'resilix-test-'))
 // counted as failed, so that one hung test can never hold the run past CI's limit (a CI run once
 // timed out on a test process kept alive after a failed assertion).
 const MINUTE = 60_000
-// Budgets sum to 5 + 7 + 3 + 3 × 16 + 11 + 5 × 2 + 3 = 87 min, inside CI's 90 with npm ci; a
-// clean run takes ~50 on 2 cores (the build 0.5, cargo 2, each Node runtime about 12.5, of
+// Budgets sum to 4 + 5 + 3 + 3 × 17 + 11 + 5 × 2 + 3 = 87 min, inside CI's 90 with npm ci; a
+// clean run takes ~57 on 2 cores (the build 0.5, cargo 2, each Node runtime about 13.5, of
 // which 2.5 are the streaming tests, 1 the quota's real upstream, 2.5 the fleet sharing a quota
 // through Redis and 0.5 twenty fresh processes' first batch; the fleet of processes 9).
 let lastStdout = ''
@@ -103,11 +103,11 @@ async function run(name, cmd, args, { budgetMs = 20 * MINUTE, capture = false, e
 }
 
 const node = process.env.npm_node_execpath || process.execPath
-await run('build', node, [join(root, 'scripts', 'ensure-built.mjs')], { budgetMs: 5 * MINUTE })
+await run('build', node, [join(root, 'scripts', 'ensure-built.mjs')], { budgetMs: 4 * MINUTE })
 
 if (want('cargo')) {
   // stdout is captured to count the tests, then echoed; compile progress streams on stderr.
-  const ok = await run('cargo test', 'cargo', ['test', '--workspace', '--quiet'], { capture: true, budgetMs: 7 * MINUTE })
+  const ok = await run('cargo test', 'cargo', ['test', '--workspace', '--quiet'], { capture: true, budgetMs: 5 * MINUTE })
   for (const m of lastStdout.matchAll(/test result: \w+\. (\d+) passed; (\d+) failed/g)) {
     counts.passed += Number(m[1])
     counts.failed += Number(m[2])
@@ -140,7 +140,7 @@ if (want('node')) {
       '--test', '--test-timeout=180000',
       '--test-reporter=spec', '--test-reporter-destination=stdout',
       '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files,
-    ], { env: { ...process.env, RESILIX_TEST_NODE: version }, budgetMs: 16 * MINUTE })
+    ], { env: { ...process.env, RESILIX_TEST_NODE: version }, budgetMs: 17 * MINUTE })
     let text = ''
     try {
       text = readFileSync(tap, 'utf8')

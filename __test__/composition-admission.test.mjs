@@ -110,6 +110,18 @@ for (const surface of SURFACES) {
     })
   })
 
+  test(`quota → limiter [${surface}]: a call waiting for budget holds no limiter slot, and runs once the budget is back`, async () => {
+    await inWorld(surface, { breaker: false, quota: { requests: 1, windowMs: 1000 } }, async (w) => {
+      assert.deepEqual(await w.call('/ok'), { status: 200 })
+      const b = w.call('/ok')
+      await until(() => w.stats().quota.waiting === 1, 'the second call to wait for budget')
+      const s = w.stats()
+      assert.deepEqual([s.inflight, s.queued, w.up.hits('/ok')], [0, 0, 1])
+      assert.deepEqual(await b, { status: 200 })
+      assert.deepEqual([w.stats().quota.waiting, w.up.hits('/ok'), w.spent()], [0, 2, 1])
+    })
+  })
+
   test(`quota → bulkhead [${surface}]: a bulkhead refusal spends no quota; the quota refuses before the bulkhead`, async () => {
     await inWorld(surface, { breaker: false, bulkhead: { maxConcurrent: 1 }, quota: { requests: 10 } }, async (w) => {
       const a = w.call('/hold/a')

@@ -8,12 +8,11 @@
 // abandoned that response and rejects with the RejectedError.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { openWorld, until } from './fixtures/composition-surfaces.mjs'
+import { KEY, openWorld, until } from './fixtures/composition-surfaces.mjs'
 
 const RETRYING = ['execute', 'fetch', 'request']
 const quick = { attempts: 3, baseMs: 1, maxDelayMs: 1 }
-/** A fixed wait between attempts (decorrelated jitter between equal bounds), long enough for a
- * call started when the retry is announced to take its place first. */
+/** A fixed wait between attempts (decorrelated jitter between equal bounds). */
 const steady = (ms) => ({ attempts: 2, backoff: 'decorrelated', baseMs: ms, maxDelayMs: ms })
 
 async function inWorld(surface, options, body, via) {
@@ -82,25 +81,24 @@ for (const surface of RETRYING) {
   })
 
   test(`retry → limiter and queue [${surface}]: a retry takes its own permit and waits in the queue for it`, async () => {
-    await inWorld(surface, { algorithm: 'fixed', initialLimit: 1, breaker: false, retry: steady(500) }, async (w) => {
+    await inWorld(surface, { algorithm: 'fixed', initialLimit: 1, breaker: false, retry: steady(50) }, async (w) => {
+      // A permit taken as the retry is announced (acquire admits at once) holds the one slot.
       let holder
-      w.rx.onRetry(() => (holder ??= w.call('/hold/b')))
+      w.rx.onRetry(() => (holder ??= w.rx.acquire(KEY)))
       const a = w.call('/seq/a/500,200')
-      await w.up.arrived('b') // the holder took the one slot during the retry's wait
       await until(() => w.stats().queued === 1, 'the retry to queue behind the holder')
       assert.equal(w.up.hits('/seq/a/500,200'), 1)
-      w.up.release('b')
+      ;(await holder).release()
       assert.deepEqual(await a, { status: 200 })
-      assert.deepEqual(await holder, { status: 200 })
       const s = w.stats()
       assert.deepEqual([s.verdicts.failure, s.verdicts.success, s.retries, s.inflight, s.queued], [1, 2, 1, 0, 0])
     })
   })
 
   test(`retry → limiter without a queue [${surface}]: a retry refused 'limit' after its wait; a first attempt refused is not retried`, async () => {
-    await inWorld(surface, { algorithm: 'fixed', initialLimit: 1, queue: false, breaker: false, retry: steady(500) }, async (w) => {
+    await inWorld(surface, { algorithm: 'fixed', initialLimit: 1, queue: false, breaker: false, retry: steady(50) }, async (w) => {
       let holder
-      w.rx.onRetry(() => (holder ??= w.call('/hold/b')))
+      w.rx.onRetry(() => (holder ??= w.rx.acquire(KEY)))
       const o = await w.call('/seq/a/500,200')
       assert.equal(w.up.hits('/seq/a/500,200'), 1)
       assert.deepEqual(w.rejects.map((e) => [e.reason, e.attempt]), [['limit', 2]])
@@ -109,15 +107,14 @@ for (const surface of RETRYING) {
       assert.equal(first.reason, 'limit')
       assert.equal(w.up.hits('/status/500'), 0)
       assert.equal(w.stats().retries, 1, 'a refusal of our own is never retried')
-      w.up.release('b')
-      assert.deepEqual(await holder, { status: 200 })
+      ;(await holder).release()
     })
   })
 
   test(`retry → bulkhead [${surface}]: a retry takes a bulkhead place again; refused there, it is not retried`, async () => {
-    await inWorld(surface, { breaker: false, bulkhead: { maxConcurrent: 1 }, retry: steady(500) }, async (w) => {
+    await inWorld(surface, { breaker: false, bulkhead: { maxConcurrent: 1 }, retry: steady(50) }, async (w) => {
       let holder
-      w.rx.onRetry(() => (holder ??= w.call('/hold/b')))
+      w.rx.onRetry(() => (holder ??= w.rx.acquire(KEY)))
       const o = await w.call('/seq/a/500,200')
       assert.equal(w.up.hits('/seq/a/500,200'), 1)
       assert.deepEqual(w.rejects.map((e) => [e.reason, e.attempt]), [['bulkhead', 2]])
@@ -127,8 +124,7 @@ for (const surface of RETRYING) {
       assert.equal(first.reason, 'bulkhead')
       assert.equal(w.stats().retries, 1)
       assert.equal(w.stats().rejections.bulkhead, 2)
-      w.up.release('b')
-      assert.deepEqual(await holder, { status: 200 })
+      ;(await holder).release()
       assert.equal(w.stats().bulkheadActive, 0)
     })
   })

@@ -6,19 +6,10 @@
 // call that was charged) do not apply to it; the waiting ones do.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { SURFACES, openWorld, until, overloads } from './fixtures/composition-surfaces.mjs'
+import { SURFACES, until, overloads, inWorld, pastTheTimerTurn } from './fixtures/composition-surfaces.mjs'
 
 const RUNNING_DEADLINE = ['execute', 'fetch', 'request']
 const fixed1 = { algorithm: 'fixed', initialLimit: 1 }
-
-async function inWorld(surface, options, body, via) {
-  const w = await openWorld(surface, options, via)
-  try {
-    await body(w)
-  } finally {
-    await w.close()
-  }
-}
 
 for (const surface of SURFACES) {
   test(`breaker → quota [${surface}]: an open breaker refuses before the quota spends budget; a quota refusal is no breaker failure`, async () => {
@@ -86,6 +77,7 @@ for (const surface of SURFACES) {
       const a = w.call('/hold/a')
       await w.up.arrived('a')
       const b = await w.call('/ok', { timeoutMs: 300 })
+      await pastTheTimerTurn()
       assert.ok(b.timeout, `a TimeoutError: ${b.error ?? b.status}`)
       assert.equal(b.timeout.queued, true)
       assert.equal(w.up.hits('/ok'), 0)

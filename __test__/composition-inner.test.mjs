@@ -7,18 +7,9 @@
 // to it; the waiting ones do.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { SURFACES, openWorld, until, overloads, holdThrough } from './fixtures/composition-surfaces.mjs'
+import { SURFACES, until, overloads, holdThrough, inWorld, pastTheTimerTurn } from './fixtures/composition-surfaces.mjs'
 
 const RUNNING_DEADLINE = ['execute', 'fetch', 'request']
-
-async function inWorld(surface, options, body) {
-  const w = await openWorld(surface, options)
-  try {
-    await body(w)
-  } finally {
-    await w.close()
-  }
-}
 
 /** Reasons of `n` calls of /ok made one after another. */
 async function reasons(w, n) {
@@ -92,6 +83,7 @@ for (const surface of SURFACES) {
       const a = w.call('/hold/a')
       await w.up.arrived('a')
       const b = await w.call('/ok', { timeoutMs: 300 })
+      await pastTheTimerTurn()
       assert.ok(b.timeout, `a TimeoutError: ${b.error ?? b.status}`)
       assert.equal(b.timeout.queued, true)
       assert.equal(w.up.hits('/ok'), 0)

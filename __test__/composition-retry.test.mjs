@@ -8,21 +8,12 @@
 // abandoned that response and rejects with the RejectedError.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { KEY, openWorld, until } from './fixtures/composition-surfaces.mjs'
+import { KEY, until, inWorld } from './fixtures/composition-surfaces.mjs'
 
 const RETRYING = ['execute', 'fetch', 'request']
 const quick = { attempts: 3, baseMs: 1, maxDelayMs: 1 }
 /** A fixed wait between attempts (decorrelated jitter between equal bounds). */
 const steady = (ms) => ({ attempts: 2, backoff: 'decorrelated', baseMs: ms, maxDelayMs: ms })
-
-async function inWorld(surface, options, body, via) {
-  const w = await openWorld(surface, options, via)
-  try {
-    await body(w)
-  } finally {
-    await w.close()
-  }
-}
 
 /** A retry refused by `reason` after the attempt that answered `status`: what the caller gets. */
 function assertRefusedRetry(w, o, status, reason) {

@@ -72,6 +72,27 @@ for (const surface of SURFACES) {
     })
   })
 
+  test(`breaker → bulkhead [${surface}]: a half-open probe the bulkhead refuses gives its probe place back`, async () => {
+    await inWorld(surface, { bulkhead: { maxConcurrent: 2 }, breaker: { consecutiveFailures: 1, openMs: 300, halfOpenProbes: 2 } }, async (w) => {
+      const a = w.call('/hold/a')
+      await w.up.arrived('a')
+      assert.deepEqual(await w.call('/status/500'), { status: 500 })
+      assert.equal(w.stats().breaker, 'open')
+      await new Promise((r) => setTimeout(r, 450)) // past openMs: the next call finds it half-open
+      const b = w.call('/hold/b') // the first probe, and the bulkhead's second place
+      await w.up.arrived('b')
+      assert.equal((await w.call('/ok')).reason, 'bulkhead', 'the second probe met a full bulkhead')
+      w.up.release('a') // admitted before the breaker opened: no probe
+      assert.deepEqual(await a, { status: 200 })
+      // The refused probe's place was given back: this call is the second probe, not refused.
+      assert.deepEqual(await w.call('/ok'), { status: 200 })
+      w.up.release('b')
+      assert.deepEqual(await b, { status: 200 })
+      assert.equal(w.stats().breaker, 'closed')
+      assert.equal(w.stats().rejections.breaker, 0)
+    })
+  })
+
   test(`breaker → timeout [${surface}]: a deadline that passes while the call waits is no breaker failure`, async () => {
     await inWorld(surface, { ...fixed1, breaker: { consecutiveFailures: 1 } }, async (w) => {
       const a = w.call('/hold/a')

@@ -36,8 +36,11 @@ test('README: throwing the status with the error keeps 404s out of the breaker; 
   assert.ok(code.includes(fix), 'the README shows the one-line fix')
   assert.match(text, /Five in a row \(`breaker\.consecutiveFailures`\) open the/)
   assert.match(text, /A 404 thrown this way is `answered` and never opens the breaker/)
-  assert.match(section('Quick start'), /if \(!res\.ok\) throw Object\.assign\(new Error\(`HTTP \$\{res\.status\}`\), \{ status: res\.status \}\)/)
-  assert.match(section('Migrating from cockatiel, opossum or p-limit'), /throw `Object\.assign\(new Error\(\.\.\.\), \{ status: res\.status \}\)`/)
+  assert.match(section('Quick start'), /if \(!r\.ok\) throw Object\.assign\(new Error\(`HTTP \$\{r\.status\}`\), \{ status: r\.status \}\)/)
+  for (const peer of ['cockatiel', 'opossum']) {
+    const guide = readFileSync(join(root, 'docs', 'guides', `migrating-from-${peer}.md`), 'utf8')
+    assert.match(guide, /throw `Object\.assign\(new Error\(\.\.\.\), \{ status: res\.status \}\)`/, `the ${peer} guide shows the fix`)
+  }
 
   const server = http.createServer((req, res) => res.writeHead(Number(req.url.slice(1))).end())
   await new Promise((r) => server.listen(0, '127.0.0.1', r))
@@ -51,14 +54,14 @@ test('README: throwing the status with the error keeps 404s out of the breaker; 
     for (let i = 0; i < 25; i++) {
       await assert.rejects(readmeCall(rx, url), (e) => e.status === 404 && !isRejectedError(e))
     }
-    const s = rx.stats(url.host)
+    const s = rx.stats(url.origin)
     assert.deepEqual([s.breaker, s.verdicts.answered, s.verdicts.failure], ['closed', 25, 0])
     await assert.rejects(readmeCall(rx, new URL('/500', base)), { status: 500 })
-    assert.equal(rx.stats(url.host).verdicts.failure, 1, 'a 500 is still a failure')
+    assert.equal(rx.stats(url.origin).verdicts.failure, 1, 'a 500 is still a failure')
 
     const plain = new Resilix()
     for (let i = 0; i < 5; i++) await assert.rejects(plainCall(plain, url), (e) => e.message === 'HTTP 404' && e.status === undefined)
-    assert.deepEqual([plain.stats(url.host).breaker, plain.stats(url.host).verdicts.failure], ['open', 5])
+    assert.deepEqual([plain.stats(url.origin).breaker, plain.stats(url.origin).verdicts.failure], ['open', 5])
     await assert.rejects(plainCall(plain, url), (e) => isRejectedError(e) && e.reason === 'breaker')
   } finally {
     server.close()

@@ -45,7 +45,7 @@ function run(file, env) {
     let out = ''
     child.stdout.on('data', (d) => (out += d))
     child.stderr.on('data', (d) => (out += d))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000) // a block that hangs fails, named
     child.on('exit', (code) => {
       clearTimeout(timer)
       resolve({ code, out })
@@ -63,7 +63,7 @@ test('the README and the guides hold only js, sh and untagged blocks, and at lea
 })
 
 for (const f of files) {
-  test(`every js block of ${f} runs to its end against a local upstream`, { timeout: 300_000 }, async () => {
+  test(`every js block of ${f} runs to its end against a local upstream`, { timeout: 150_000 }, async () => {
     const text = readFileSync(join(root, f), 'utf8')
     const js = blocks(text).filter((b) => b.lang === 'js')
     for (const [i, b] of js.entries()) {

@@ -82,7 +82,7 @@ export type Cost = Record<string, number>
 
 export interface ExecuteOptions {
   /**
-   * Upstream key, e.g. a host (`url.host`; a `URL` object is a `TypeError`). Default `'default'`.
+   * Upstream key, e.g. its origin (`url.origin`, the undici interceptor's key for it; a `URL` object is a `TypeError`). Default `'default'`.
    * Not empty, at most `maxKeyLength` bytes (else a `RangeError`).
    */
   key?: string

@@ -5,7 +5,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -48,4 +48,12 @@ test('no tracked file points at a document outside the repository or a machine p
 
 test('the working-notes folder is gone', () => {
   assert.equal(existsSync(join(root, 'docs', 'no' + 'tes')), false)
+})
+
+// The guides are product text too: checked above only once git tracks them.
+test('every guide of docs/guides is tracked, so the check above covers it', () => {
+  const tracked = new Set(trackedFiles())
+  const guides = readdirSync(join(root, 'docs', 'guides')).filter((f) => f.endsWith('.md'))
+  assert.ok(guides.length >= 10)
+  assert.deepEqual(guides.filter((g) => !tracked.has(`docs/guides/${g}`)), [])
 })

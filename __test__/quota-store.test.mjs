@@ -379,9 +379,8 @@ test('two applications with different budgets on one key: the second is told, an
   }
 })
 
-test("the README's Redis snippet listens to the client's errors: nothing unhandled while Redis is down, even once closed", async () => {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
-  const fleet = readme.slice(readme.indexOf('\n## Running a fleet\n'))
+test("the fleet guide's Redis snippet listens to the client's errors: nothing unhandled while Redis is down, even once closed", async () => {
+  const fleet = readFileSync(new URL('../docs/guides/running-a-fleet.md', import.meta.url), 'utf8')
   let code = /```js\n([\s\S]*?)```/.exec(fleet)[1]
   code = code.replace("from 'resilix/redis'", `from ${JSON.stringify(new URL('../redis.js', import.meta.url).href)}`)
   code = code.replace("from 'resilix'", `from ${JSON.stringify(new URL('../index.js', import.meta.url).href)}`)

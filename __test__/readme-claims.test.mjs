@@ -36,8 +36,11 @@ test('README: throwing the status with the error keeps 404s out of the breaker; 
   assert.ok(code.includes(fix), 'the README shows the one-line fix')
   assert.match(text, /Five in a row \(`breaker\.consecutiveFailures`\) open the/)
   assert.match(text, /A 404 thrown this way is `answered` and never opens the breaker/)
-  assert.match(section('Quick start'), /if \(!res\.ok\) throw Object\.assign\(new Error\(`HTTP \$\{res\.status\}`\), \{ status: res\.status \}\)/)
-  assert.match(section('Migrating from cockatiel, opossum or p-limit'), /throw `Object\.assign\(new Error\(\.\.\.\), \{ status: res\.status \}\)`/)
+  assert.match(section('Quick start'), /if \(!r\.ok\) throw Object\.assign\(new Error\(`HTTP \$\{r\.status\}`\), \{ status: r\.status \}\)/)
+  for (const peer of ['cockatiel', 'opossum']) {
+    const guide = readFileSync(join(root, 'docs', 'guides', `migrating-from-${peer}.md`), 'utf8')
+    assert.match(guide, /throw `Object\.assign\(new Error\(\.\.\.\), \{ status: res\.status \}\)`/, `the ${peer} guide shows the fix`)
+  }
 
   const server = http.createServer((req, res) => res.writeHead(Number(req.url.slice(1))).end())
   await new Promise((r) => server.listen(0, '127.0.0.1', r))
@@ -51,14 +54,14 @@ test('README: throwing the status with the error keeps 404s out of the breaker; 
     for (let i = 0; i < 25; i++) {
       await assert.rejects(readmeCall(rx, url), (e) => e.status === 404 && !isRejectedError(e))
     }
-    const s = rx.stats(url.host)
+    const s = rx.stats(url.origin)
     assert.deepEqual([s.breaker, s.verdicts.answered, s.verdicts.failure], ['closed', 25, 0])
     await assert.rejects(readmeCall(rx, new URL('/500', base)), { status: 500 })
-    assert.equal(rx.stats(url.host).verdicts.failure, 1, 'a 500 is still a failure')
+    assert.equal(rx.stats(url.origin).verdicts.failure, 1, 'a 500 is still a failure')
 
     const plain = new Resilix()
     for (let i = 0; i < 5; i++) await assert.rejects(plainCall(plain, url), (e) => e.message === 'HTTP 404' && e.status === undefined)
-    assert.deepEqual([plain.stats(url.host).breaker, plain.stats(url.host).verdicts.failure], ['open', 5])
+    assert.deepEqual([plain.stats(url.origin).breaker, plain.stats(url.origin).verdicts.failure], ['open', 5])
     await assert.rejects(plainCall(plain, url), (e) => isRejectedError(e) && e.reason === 'breaker')
   } finally {
     server.close()
@@ -117,5 +120,47 @@ test('README: `using rx = new Resilix()` parses exactly on the runtimes it names
     }
   } finally {
     rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+// The LLM guide's SDK given a `fetch` through `execute`: the real openai SDK, its own retries off,
+// against a local API that answers 429 once: resilix retries, sending the same body again, even
+// one larger than the interceptor would replay (`replayBodyBytes`, 1 MiB).
+test("LLM guide: an SDK's fetch through execute is retried by resilix, its body sent again whatever its size", async () => {
+  const guide = readFileSync(join(root, 'docs', 'guides', 'llm-apis-and-quotas.md'), 'utf8')
+  const sdk = guide.slice(guide.indexOf('\n## With an SDK\n'))
+  let code = /```js\n([\s\S]*?)```/.exec(sdk)[1]
+  assert.match(code, /maxRetries: 0/)
+  code = code.replace(/^import .*$/gm, '').replace(/^console\.log.*$/gm, '')
+  const bodies = []
+  const server = http.createServer((req, res) => {
+    let body = ''
+    req.on('data', (d) => (body += d))
+    req.on('end', () => {
+      bodies.push(body)
+      if (bodies.length === 1) return res.writeHead(429, { 'content-type': 'application/json' }).end('{"error":{"message":"slow down"}}')
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ id: 'c', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }] }))
+    })
+  })
+  await new Promise((r) => server.listen(0, '127.0.0.1', r))
+  const OpenAI = require('openai').default ?? require('openai')
+  const prompt = 'x'.repeat(2 * 1024 * 1024) // twice replayBodyBytes
+  const env = { OPENAI_BASE_URL: process.env.OPENAI_BASE_URL, OPENAI_API_KEY: process.env.OPENAI_API_KEY }
+  process.env.OPENAI_BASE_URL = `http://127.0.0.1:${server.address().port}/v1`
+  process.env.OPENAI_API_KEY = 'sk-test'
+  try {
+    const run = new AsyncFunction('OpenAI', 'Resilix', `${code.replace("content: 'Hello'", 'content: PROMPT')}\nreturn { completion, rx, openai }`.replace('PROMPT', JSON.stringify(prompt)))
+    const { completion, rx, openai } = await run(OpenAI, Resilix)
+    assert.equal(completion.choices[0].message.content, 'Hello')
+    assert.equal(bodies.length, 2, 'the 429 was retried once, by resilix')
+    assert.ok(bodies[0].length > 2 * 1024 * 1024 && bodies[1] === bodies[0], 'the same body, over 1 MiB, sent again')
+    const s = rx.stats(new URL(openai.baseURL).origin)
+    assert.deepEqual([s.retries, s.verdicts.overload, s.verdicts.success], [1, 1, 1])
+    rx.close()
+  } finally {
+    for (const [k, v] of Object.entries(env)) if (v === undefined) delete process.env[k]
+    else process.env[k] = v
+    server.close()
   }
 })

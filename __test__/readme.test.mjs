@@ -4,7 +4,7 @@
 // is for npm users, and the repository commands stay in Development.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -146,4 +146,45 @@ test('README names every type the typings export', () => {
   const types = section('Types')
   const missing = exported.filter((t) => !new RegExp('`' + t + '(<[^`]*>)?`').test(types))
   assert.deepEqual(missing, [], 'each exported type is in the Types table')
+})
+
+// A reference, with the guides beside it: short enough to look things up in, and what a newcomer
+// missed in it is there.
+test('README is at most 600 lines, and links every guide of docs/guides', () => {
+  assert.ok(readme.split('\n').length <= 600, `README has ${readme.split('\n').length} lines`)
+  const guides = readdirSync(join(root, 'docs', 'guides')).filter((f) => f.endsWith('.md'))
+  assert.ok(guides.length >= 10)
+  for (const g of guides) assert.ok(readme.includes(`(https://github.com/resilix/resilix/blob/main/docs/guides/${g})`), `README links ${g}`)
+})
+
+test('README writes the policy order once, the quota in it, and refers to it elsewhere', () => {
+  const order = 'retry → breaker → quota → throttle → limiter (+ queue) → bulkhead → timeout'
+  const texts = [readme, ...readdirSync(join(root, 'docs', 'guides')).map((g) => readFileSync(join(root, 'docs', 'guides', g), 'utf8'))]
+  const written = texts.flatMap((t) => t.match(/retry → breaker[^*\n]*/g) ?? [])
+  assert.deepEqual(written, [order])
+  assert.ok(section('Policies and their order').includes(`**${order}**`))
+  const headings = [...section('Policies and their order').matchAll(/\n### (.+)/g)].map((m) => m[1])
+  assert.deepEqual(headings, ['Retry', 'Circuit breaker', 'Quota', 'Adaptive throttle', 'Limiter and queue', 'Bulkhead', 'Timeout'])
+})
+
+test('README: execute lists cost, ctx and a permit have charge()', () => {
+  const execute = section('`rx.execute(fn, options?) → Promise<T>`')
+  const options = new Map(rows(execute).map((r) => [r[0].replace(/`/g, ''), r]))
+  assert.match(options.get('cost')?.[3] ?? '', /quota/)
+  assert.ok(options.has('charge(usage)'), 'the ctx table has charge(usage)')
+  assert.match(section('`rx.acquire(key?, options?) → Promise<Permit>`, `rx.acquire({ key, timeoutMs, signal, priority, tenant, cost })`'), /A permit has `key`, `mark\(\)` \(as `ctx\.mark\(\)`\),\s+`charge\(usage\)`/)
+})
+
+test('README: execute and the interceptor are keyed alike (by origin) wherever both could reach one upstream', () => {
+  const code = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]).join('\n')
+  assert.doesNotMatch(code, /key: url\.host|key: '[\w.-]+\.(com|example)'/, 'no execute keyed by a host in the README')
+  assert.match(section('Quick start'), /\{ key: url\.origin \}/)
+})
+
+test('README: what the interceptor cannot retry stands beside the advice to turn an SDK\'s retries off', () => {
+  const para = readme.split(/\n\s*\n/).find((p) => p.includes('maxRetries: 0'))
+  assert.ok(para, 'README tells SDK users to turn their retries off')
+  assert.match(para, /replayBodyBytes/)
+  assert.match(para, /unknown size/)
+  assert.match(para, /through `execute`/)
 })

@@ -2,7 +2,7 @@
 // (fixtures/sse-upstream-server.cjs): 16 generation slots taken in arrival order, the first
 // token 200 ms after a stream gets its slot, then a token every 100 ms; the slot is held until
 // the stream ends. 40 closed-loop consumers, `new Resilix({ timeoutMs: 2000 })` and a per-call
-// deadline, in each pattern the README shows. Each run prints what it measured and every goal
+// deadline, in each pattern the streaming guide (docs/guides/streaming.md) shows. Each run prints what it measured and every goal
 // by name, holding or not; the test fails listing the goals that did not hold.
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
@@ -84,7 +84,7 @@ const goal = {
     f.meanLimitLastHalf >= 0.75 * SLOTS && f.meanLimitLastHalf <= 1.5 * SLOTS,
     `${f.meanLimitLastHalf}`,
   ],
-  // Without mark(): what the README says happens.
+  // Without mark(): what the streaming guide says happens.
   wholeStream: (f) => [`the latency sample is the whole stream, not the TTFT (last ${f.lastLatencyMs} ms, baselineMs ${f.baselineMs})`, f.lastLatencyMs >= 5000, `${f.lastLatencyMs} ms`],
   opensOnSlowCalls: (f) => [
     `every stream is a slow call (≥ breaker.slowCallMs, 5 s): the breaker opens (at ${JSON.stringify(f.breakerOpenedAtS)} s; throughput ${pct(f.goodputLastHalf)}, limit ${f.meanLimitLastHalf})`,
@@ -181,7 +181,7 @@ describe('streams', { concurrency: true }, () => {
     })
 
     test('keyed per route, a short call to the origin of 5 s streams does not queue behind them; keyed per origin it does', async (t) => {
-      // The README's recipe: one key per kind of route, a fixed set of keys.
+      // The streaming guide's recipe: one key per kind of route, a fixed set of keys.
       const byRoute = (opts) => {
         const origin = new URL(opts.origin).origin
         return opts.path.startsWith('/v1/') ? `${origin} streams` : origin

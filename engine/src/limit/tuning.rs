@@ -2,7 +2,9 @@
 //! ADR and the measurement that chose it, or that it is a guess, with what was measured at
 //! half and at twice its value where that was done. docs/limiter.md describes the rules they
 //! tune. The options (`initialLimit`, `probeIntervalMs`, …) carry their own provenance in
-//! `options.rs`; the queue's constants sit with the queue (`standing.rs`, `limiter.rs`).
+//! `options.rs`; the queue's constants sit with the queue (`standing.rs`, `limiter.rs`), and the
+//! quantile ring's capacity with the ring (`quantile/ring.rs`, ADR 0101).
+//! `__test__/limit-tuning.test.mjs` holds that no other file of the limit declares one.
 
 // ---------------------------------------------------------------------------------------------
 // The latency filter (filter.rs)

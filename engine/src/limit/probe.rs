@@ -18,7 +18,8 @@
 
 use super::tuning::{
     COLD_SAMPLES, DRAIN_LATENCIES, INTERVAL_OVER_PROBE, LATE_FOR_PHASE, MAD_FLOOR,
-    MEASURE_LATENCIES, OUTLIER_MADS, PROBE_LEVEL, PROBE_MIN_NS, PROBE_SAMPLES, SETTLED_PROBE_LEVEL,
+    MEASURE_LATENCIES, OUTLIER_MADS, PROBE_LEVEL, PROBE_MIN_CALLS, PROBE_MIN_NS, PROBE_ROUNDS,
+    PROBE_SAMPLES, SETTLED_PROBE_LEVEL,
 };
 use crate::Nanos;
 
@@ -373,7 +374,7 @@ impl Probe {
                     let want = if room > 0 {
                         ((level - inflight.min(level)) as usize).min(PROBE_SAMPLES)
                     } else {
-                        (3 * level as usize).clamp(8, PROBE_SAMPLES)
+                        (PROBE_ROUNDS * level as usize).clamp(PROBE_MIN_CALLS, PROBE_SAMPLES)
                     };
                     self.state = State::Measuring {
                         drained: now,

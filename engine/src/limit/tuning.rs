@@ -148,7 +148,8 @@ pub const EARLY_PROBE_CROWDED: f64 = 1.3;
 // ---------------------------------------------------------------------------------------------
 
 /// A call that holds its slot past its first byte (a stream) and has waited `STREAM_LATE` × the
-/// no-load latency without one is queued at the upstream (for a generation slot, say). Ours, a
+/// no-load latency without one is queued at the upstream (for a generation slot, say); `LATE`
+/// in ADR 0118. Ours, a
 /// guess. ADR 0118 (throughput of `llm-slots`, `llm-slots-4`, `llm-slots-45s`): at 2 99.1, 97.5,
 /// 100 %; at 4 98.6, 97.5, 100 %; at 8 98.8, 93.2, 99.7 % (a call waiting for one of 4 slots
 /// is often not counted before a slot frees).

@@ -10,9 +10,10 @@
 //! - latency: when the window is ready (`Window::ready`), its quantile feeds the filter, the
 //!   baseline and the algorithm.
 
-use super::baseline::{Track, PROBE_JUMP};
+use super::baseline::Track;
 use super::gates;
 use super::probe::{Hold, Measured, Probe};
+use super::tuning::{COLD_JUMP, EARLY_PROBE, EARLY_PROBE_CROWDED, PROBE_JUMP, STREAM_LATE};
 use super::window::Window;
 use super::{aimd, gradient2, vegas, LimitStats, Reading};
 use crate::options::LimiterOptions;
@@ -24,26 +25,6 @@ pub enum Kind {
     Gradient2,
     Aimd,
 }
-
-/// How much lower the cold calls must read than the first window for the window to count as
-/// loaded (see `cold_start`). Ours: a few cold calls read up to 1.9 × lower than a window of an
-/// unloaded upstream in the simulator, streams queued for a slot 19 × (ADR 0116). A guess
-/// between: at 1.5 `open-loop-2x` goodput fell from 99.5 % to 92.9 %.
-const COLD_JUMP: f64 = 3.0;
-
-/// A first window this much slower than the cold calls, but not `COLD_JUMP`, may have been
-/// loaded: the first probe comes at once instead of at the next phase (ADR 0119). Ours, a
-/// guess: a few cold calls read up to 1.9 × lower than an unloaded window in the simulator,
-/// where the probe then only costs its hold.
-const EARLY_PROBE: f64 = 1.5;
-
-/// As `EARLY_PROBE`, for cold calls that never settled with the client at or below the probe's
-/// level (admitted together with many more, and served among them in any order): their p90 is
-/// then near the window's, and the means are compared instead (ADR 0120). Ours: a real
-/// upstream read 1.52–1.77 × under load; at 1.15 the simulator's `fleet-real-8` fell from 0.91
-/// to 0.86 and `baseline-shift` from 98.1 to 97.8 %; at 1.6 the engine's shuffled start waits
-/// for the phase.
-const EARLY_PROBE_CROWDED: f64 = 1.3;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Pressure {
@@ -95,11 +76,6 @@ pub struct Adaptive {
     mean: Track,
     probe: Probe,
 }
-
-/// A call that holds its slot past its first byte (a stream) and has waited `LATE` × the
-/// no-load latency without one is queued at the upstream (for a generation slot, say). Ours, a
-/// guess: ADR 0118 has 2 and 8.
-const LATE: f64 = 4.0;
 
 impl Adaptive {
     pub fn new(kind: Kind, o: &LimiterOptions, now: Nanos) -> Self {
@@ -210,7 +186,7 @@ impl Adaptive {
             .probe
             .tail()
             .max(s.duration_ns.saturating_sub(s.latency_ns) as f64);
-        (base > 0.0 && tail > base).then_some((base * LATE) as Nanos)
+        (base > 0.0 && tail > base).then_some((base * STREAM_LATE) as Nanos)
     }
 
     /// See `late_after`.
@@ -630,7 +606,7 @@ impl Adaptive {
 
 #[cfg(test)]
 mod tests {
-    use super::super::baseline::PROBE_WEIGHT;
+    use super::super::tuning::PROBE_WEIGHT;
     use super::*;
 
     const MS: f64 = NANOS_PER_MS as f64;

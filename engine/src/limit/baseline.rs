@@ -11,23 +11,7 @@
 //!   and throughput move together, which a shared upstream makes unreadable (ADR 0113).
 
 use super::filter::LatencyFilter;
-
-/// A probe that reads this far from the baseline (either way) replaces it. Ours, a guess: well
-/// above the ±7 % a p90 of 32 calls swings by in the simulator, well below the ×2-5 of a
-/// baseline taken under load. ADR 0113 has 1.25 and 3.
-pub const PROBE_JUMP: f64 = 1.5;
-
-/// How far a probe within `PROBE_JUMP` moves the baseline towards its reading. Ours, a guess:
-/// a quarter averages the ±7 % of one probe down to about ±3 % over the last few. ADR 0113 has
-/// a half and an eighth.
-pub const PROBE_WEIGHT: f64 = 0.25;
-
-/// A probe reading this many of its standard errors below the baseline replaces it, however
-/// near: the baseline held another process's queue (a probe polluted by one that let go first),
-/// and walking a quarter of the way left the processes of one fleet reading 1.3 × apart for a
-/// minute (ADR 0121). Ours, a guess: at 2 lucky low probes on a noisy upstream cut `converge`'s
-/// and `capacity-halves`' goodput, at 4 `modest-overload`'s; ADR 0121 has 4 and 16.
-pub const SURE_LOWER: f64 = 8.0;
+use super::tuning::{PROBE_JUMP, PROBE_WEIGHT, SURE_LOWER};
 
 #[derive(Clone, Debug, Default)]
 pub struct Baseline {

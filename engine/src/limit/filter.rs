@@ -4,6 +4,8 @@
 //! 2.5 minute lag), then an EMA with alpha = 1/3 (failsafe-go's "age 5": 2/(5+1)) for rises;
 //! a fall is taken at once (the median already demands two good windows).
 
+use super::tuning::SMOOTHING_ALPHA;
+
 #[derive(Clone, Debug, Default)]
 pub struct LatencyFilter {
     recent: [f32; 3],
@@ -19,9 +21,6 @@ pub struct LatencyFilter {
     /// low-traffic run then read a permanent queue and never healed.
     pub steady: f64,
 }
-
-/// EMA weight of a new median: failsafe-go's age-5 EMA.
-pub const SMOOTHING_ALPHA: f64 = 1.0 / 3.0;
 
 impl LatencyFilter {
     pub fn reset(&mut self) {

@@ -10,6 +10,7 @@ mod gates;
 mod gradient2;
 mod probe;
 pub mod quantile;
+mod tuning;
 mod vegas;
 mod window;
 

@@ -1,8 +1,9 @@
 //! The baseline probe (ADR 0113): the no-load latency is re-measured, not inferred. At every
-//! probe phase the admission limit steps down to a quarter of the learnt limit (at least
-//! `minLimit`) until this client's own calls have drained to it; the calls then started at
-//! that low concurrency are timed, and their p90 corrects the baseline. BBR's ProbeRTT does the
-//! same (4 packets, at least 200 ms, every 10 s).
+//! probe phase the admission limit steps down to a quarter of the learnt limit (a third once
+//! settled, ADR 0125; at least `minLimit`) until this client's own calls have drained to it; the
+//! calls then started at that low concurrency are timed, and their mean and p90 correct the
+//! baselines. BBR's ProbeRTT does the same (4 packets, at least 200 ms, every 10 s). The tuned
+//! constants are in `tuning.rs`.
 //!
 //! - Nothing is refused for it: the queue keeps the bounds of the learnt limit, so the extra
 //!   calls wait. Without a queue they are refused: it could not drain otherwise (ADR 0113
@@ -15,53 +16,12 @@
 //!   then sat 20 % low).
 //! - A probe that cannot drain, or times too few calls within its bounds, measures nothing.
 
+use super::tuning::{
+    COLD_SAMPLES, DRAIN_LATENCIES, INTERVAL_OVER_PROBE, LATE_FOR_PHASE, MAD_FLOOR,
+    MEASURE_LATENCIES, OUTLIER_MADS, PROBE_LEVEL, PROBE_MIN_CALLS, PROBE_MIN_NS, PROBE_ROUNDS,
+    PROBE_SAMPLES, SETTLED_PROBE_LEVEL,
+};
 use crate::Nanos;
-
-/// The interval doubles (from `probeIntervalMs`) until it is at least this many expected
-/// probe durations, so that a slow upstream is not probed for a larger share of the time.
-/// Ours, a guess: about 4 % of the time held low. ADR 0113 has half and twice.
-pub const INTERVAL_OVER_PROBE: f64 = 25.0;
-/// The most calls a probe times (it admits three rounds at its level, at least 8). Ours: a p90 of
-/// 8 swung ±15 % between probes of one steady upstream in the simulator, of 32 ±7 %. A guess;
-/// ADR 0113 has 16 and 64.
-pub const PROBE_SAMPLES: usize = 32;
-/// The probe's admission limit, as a fraction of the learnt limit (at least `minLimit`). A
-/// quarter drains the upstream whenever the limit is within 4 × its capacity, and a limit
-/// further above converges in two probes. Ours, a guess; ADR 0113 has an eighth and a half.
-pub const PROBE_LEVEL: f64 = 0.25;
-/// The same once two probes in a row read near the baseline (`SETTLED`): the limit is then near
-/// what the upstream serves, a third of it drains the upstream as surely, and the probe holds
-/// fewer calls back for less time. Ours, a guess: ADR 0125 has a quarter, 0.4 and a half (a
-/// half read open-loop overload low: the timed calls that run out of deadline are counted at
-/// the usual mean).
-pub const SETTLED_PROBE_LEVEL: f64 = 1.0 / 3.0;
-/// How long draining may take, in smoothed latencies (at least `PROBE_MIN_NS`): a full client
-/// drains in about one. Ours, a guess; ADR 0113 has 1.5 and 6.
-pub const DRAIN_LATENCIES: f64 = 3.0;
-/// How long the timed calls may take to start, and then to finish, each in smoothed latencies
-/// (at least `PROBE_MIN_NS`). Ours, a guess; ADR 0113 has half and twice.
-pub const MEASURE_LATENCIES: f64 = 3.0;
-/// A timed call slower than the probe's median by this many median absolute deviations is left
-/// out of its mean: in a fleet it waited behind another process that had not drained yet, or
-/// that refilled first (a real fleet's probes read 100-103 ms with such calls at 111-258 ms),
-/// and one of them walked a process's baseline 25 % above the others' for a whole interval (ADR
-/// 0122). A lognormal latency (σ 0.3) leaves out fewer than 1 in 10 000 calls. Ours, a guess: at
-/// 5 the simulator's `baseline-shift` goodput fell to 92.4 %; at 20, 111 ms passes.
-pub const OUTLIER_MADS: f64 = 10.0;
-/// The median absolute deviation counts as at least this share of the median, so that a
-/// fixed-time upstream (all calls within a millisecond) does not leave out every call above its
-/// median. Ours: a fifth of the spread a real fixed 100 ms upstream's probes read.
-const MAD_FLOOR: f64 = 0.002;
-/// The fewest cold calls that make a reading (see `cold_sample`). Ours, a guess: a p90 of 3
-/// is their largest, within the ±15 % of a probe of 8 on a steady upstream.
-pub const COLD_SAMPLES: usize = 3;
-/// The floor of each bound, ns (BBR holds ProbeRTT for at least 200 ms).
-pub const PROBE_MIN_NS: f64 = 200_000_000.0;
-/// A probe that starts this many smoothed latencies after its phase settles nothing: the other
-/// processes sharing the upstream drained at the phase and are timing their own calls, or done.
-/// Ours, a guess: a process sees the phase at its next call, within milliseconds under load; a
-/// new key's first probe waits for its first window, seconds after. ADR 0121 has 0.25 and 1.
-pub const LATE_FOR_PHASE: f64 = 0.5;
 
 /// How a probe holds admission.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -414,7 +374,7 @@ impl Probe {
                     let want = if room > 0 {
                         ((level - inflight.min(level)) as usize).min(PROBE_SAMPLES)
                     } else {
-                        (3 * level as usize).clamp(8, PROBE_SAMPLES)
+                        (PROBE_ROUNDS * level as usize).clamp(PROBE_MIN_CALLS, PROBE_SAMPLES)
                     };
                     self.state = State::Measuring {
                         drained: now,
@@ -529,8 +489,8 @@ impl Probe {
         self.conclude(now, want)
     }
 
-    /// The probe ends; a quarter of the calls it wanted (at least 2) make a measurement: timed
-    /// calls that waited in the queue first may run out of deadline.
+    /// The probe ends; half the calls it wanted (at least 1) make a measurement: timed calls
+    /// that waited in the queue first may run out of deadline.
     fn conclude(&mut self, now: Nanos, want: u8) -> Option<Measured> {
         let m = (self.n >= (want / 2).max(1)).then(|| self.reading());
         self.finish(now);

@@ -2,6 +2,7 @@
 //! decrease. alpha/beta use f(L) = max(1, floor(log10 L)) as Netflix's code does (ADR 0104):
 //! exactly Brakmo & Peterson's 3 and 6 queued calls below a limit of 100.
 
+use super::tuning::{RAISE_BELOW_30, SMALL_ALPHA, SMALL_ALPHA_UNTIL, SMALL_LIMIT_QUEUE};
 use super::Reading;
 
 /// f(L): Netflix's log10 factor, at least 1.
@@ -37,28 +38,6 @@ pub fn share_thresholds(limit: f64) -> (f64, f64) {
     let alpha = (3.0 * f).min(SMALL_LIMIT_QUEUE * limit);
     (alpha, alpha + f.min(alpha))
 }
-
-/// Alpha below a limit of `SMALL_ALPHA_UNTIL`, in calls. Ours: it keeps the limit within 1.25 × a
-/// capacity of 10 in the simulator's long incident, as the tenth of the limit it replaces did.
-/// ADR 0122 has half and twice.
-pub const SMALL_ALPHA: f64 = 1.0;
-/// From this limit alpha rises to 3 at 30. A step at 30 kept a process that fell below it at a
-/// third of the others' queue (`fleet-3` 0.96, `capacity-halves` 83 s to settle); a ramp to 100
-/// let noise cut the limit (`baseline-shift` 68 %). Ours (ADR 0122).
-pub const SMALL_ALPHA_UNTIL: f64 = 20.0;
-
-/// The raise on a window that reads no queue, in calls × f(L), below a limit of 30: a constant
-/// step, not beta (ADR 0121 chose it while beta was a share of the limit there). A raise in
-/// proportion to the limit keeps whatever split of a shared upstream the processes hold; an
-/// equal step and a cut in proportion move them towards equal shares (Chiu and Jain's
-/// additive increase, multiplicative decrease; ADR 0121). Streams, whose calls spend most of
-/// their slot past the first byte, keep beta: a step of 2 against 4 slots overshot them. Ours, a
-/// guess; ADR 0121 has 1 and 4.
-pub const RAISE_BELOW_30: f64 = 2.0;
-
-/// See `share_thresholds`. Ours: 0.1 keeps the limit within 1.25 × a capacity of 10 in the
-/// simulator's long incident (3 calls: 1.40 ×). A guess; ADR 0113 has 0.05 and 0.2.
-pub const SMALL_LIMIT_QUEUE: f64 = 0.1;
 
 /// The next limit. The queue our calls cause is estimated on the concurrency the window
 /// actually reached (at most the limit), counting only the share of it still waiting for a

@@ -26,7 +26,7 @@ const tmp = mkdtempSync(join(tmpdir(), 'resilix-test-'))
 // timed out on a test process kept alive after a failed assertion).
 const MINUTE = 60_000
 // Budgets sum to 4 + 2 + 5 + 3 + 3 × 17 + 11 + 5 × 2 + 1 = 87 min, inside CI's 90 with npm ci;
-// a clean run takes ~57 on 2 cores (the build 0.5, lint from a cold target/ 52 s of CPU, cargo
+// a clean run takes ~57 on 2 cores (the build 0.5, lint from a cold target/ 56 s of CPU, cargo
 // 2, each Node runtime about 13.5, of which 2.5 are the streaming tests, 1 the quota's real
 // upstream, 2.5 the fleet sharing a quota through Redis and 0.5 twenty fresh processes' first
 // batch; the fleet of processes 9; tsc 9 s of CPU, 38 s at a load of 16) (ADR 1215).

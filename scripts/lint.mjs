@@ -10,6 +10,10 @@ const sh = (cmd, args, opts = {}) => spawnSync(cmd, args, { cwd: root, stdio: 'i
 // Clippy ships with rustup's default profile, not its minimal one: add it when it is missing.
 const hasClippy = () => sh('cargo', ['clippy', '--version'], { stdio: 'ignore' }).status === 0
 if (!hasClippy()) {
+  if (sh('cargo', ['--version'], { stdio: 'ignore' }).status !== 0) {
+    console.error('lint: cargo is not on the PATH: install a Rust toolchain (rustup) first')
+    process.exit(1)
+  }
   console.log('lint: clippy is missing; adding it with `rustup component add clippy`')
   sh('rustup', ['component', 'add', 'clippy'])
   if (!hasClippy()) {

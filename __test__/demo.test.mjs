@@ -35,6 +35,7 @@ test('demo: a short run ends by itself, prints the view and writes the chart', a
     // DEMO_SECONDS sets the length, as a user would for a quick look.
     const r = await run(['--out', out], { DEMO_SECONDS: '3' }, 60_000)
     assert.equal(r.code, 0, r.stderr)
+    // eslint-disable-next-line no-control-regex -- ESC [ opens a terminal control sequence
     assert.doesNotMatch(r.stdout, /\x1b\[/, 'no cursor movement or colour when stdout is not a terminal')
     const lines = r.stdout.split('\n').filter((l) => /\blimit\s+\d+\b.*\binflight\s+\d+.*\bqueued\s+\d+.*\bp90\b.*\bshed\/s\b.*\bbreaker (closed|open|half-open)/.test(l))
     assert.ok(lines.length >= 2, `view lines printed:\n${r.stdout}`)

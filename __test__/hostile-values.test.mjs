@@ -100,9 +100,9 @@ test('hostile values: options and signals that throw when read reject, never thr
   const rx = fixed(2)
   const boom = () => { throw new Error('getter boom') }
   const hostile = [
-    { get key() { boom() } },
-    { get timeoutMs() { boom() } },
-    { get signal() { boom() } },
+    { get key() { return boom() } },
+    { get timeoutMs() { return boom() } },
+    { get signal() { return boom() } },
     new Proxy({}, { get: boom }),
     new Proxy({}, { getPrototypeOf: boom, get: boom, has: boom, ownKeys: boom }),
     revoked(),

@@ -181,7 +181,10 @@ test('resilix/otel: OpenTelemetry metrics named by the semantic conventions, thr
   await rx.execute(() => 1, { key: 'api' })
   let reads = 0
   const stats = rx.stats.bind(rx)
-  rx.stats = (...args) => (reads++, stats(...args))
+  rx.stats = (...args) => {
+    reads++
+    return stats(...args)
+  }
   const after = await collect()
   assert.equal(reads, 0, 'dispose() removes the observable callback: a collection reads no stats')
   assert.equal(await successes(after), 3, 'no recording after dispose()')

@@ -117,7 +117,7 @@ async function unreachedFleet(name, { n, redisOf, durationMs, each }) {
 }
 
 test('4 processes calling as soon as they are created, their clients still connecting: within the budget from the first call', async () => {
-  const { reports, peak } = await unreachedFleet('calling while connecting', { n: 4, redisOf: redis, durationMs: 2 * WINDOW_MS, each: () => ({ eager: true }) })
+  const { reports } = await unreachedFleet('calling while connecting', { n: 4, redisOf: redis, durationMs: 2 * WINDOW_MS, each: () => ({ eager: true }) })
   // They waited for their clients, then leased: the fleet's window in Redis counted every call
   // (0.997-0.999 here); a lease slower than timeoutMs on a loaded machine falls back to ADR
   // 1102's share, which the bound above allows for (1.068 once at load 14).

@@ -111,7 +111,10 @@ test("a 429 cools the key down once, for calls in flight and waiting alike", asy
   const rx = new Resilix({ ...quiet, quota: { requests: 100, windowMs: 1000, pace: true } })
   const refused = () => ({ status: 429, headers: new Headers({ 'retry-after-ms': '400' }) })
   // Three calls in flight all meet the refusal.
-  await Promise.all([0, 1, 2].map(() => rx.execute(async () => (await sleep(5), refused()))))
+  await Promise.all([0, 1, 2].map(() => rx.execute(async () => {
+    await sleep(5)
+    return refused()
+  })))
   let q = rx.stats('default').quota
   assert.equal(q.cooldowns, 1)
   assert.ok(q.coolingMs > 200 && q.coolingMs <= 400, `cooling ${q.coolingMs} ms`)

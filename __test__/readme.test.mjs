@@ -77,7 +77,7 @@ test('README links work on npm too: anchors or absolute URLs, never relative pat
 test('README documents every interceptor option of undici.d.ts', () => {
   const udts = readFileSync(join(root, 'undici.d.ts'), 'utf8')
   const m = /export interface InterceptorOptions \{([\s\S]*?)\n\}/.exec(udts)
-  const options = [...m[1].matchAll(/\n  (\w+)\?:/g)].map((x) => x[1])
+  const options = [...m[1].matchAll(/\n {2}(\w+)\?:/g)].map((x) => x[1])
   assert.deepEqual(options, ['key', 'timeoutMs', 'mark', 'bodyTimeoutMs', 'classify', 'retry', 'retryMethods', 'replayBodyBytes', 'priority', 'tenant', 'cost', 'usage', 'pace'])
   const table = new Map(rows(section('Every fetch: the undici interceptor')).map((r) => [r[0].replace(/`/g, ''), r]))
   for (const o of options) assert.ok(table.has(o), `interceptor option ${o} has a row`)

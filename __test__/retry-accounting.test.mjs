@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { Resilix, attemptsOf } from '../index.js'
-import { sleep, deferred, honoursSignal } from './helpers.mjs'
+import { sleep, honoursSignal } from './helpers.mjs'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc')

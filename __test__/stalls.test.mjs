@@ -121,7 +121,7 @@ for (const where of ['timer', 'immediate']) {
 
 test('stall: an upstream that answers after the deadline still gives timeout verdicts', async () => {
   const rx = new Resilix({ breaker: false })
-  const late = (ctx) => sleep(150)
+  const late = () => sleep(150)
   const results = await Promise.all(Array.from({ length: 5 }, () => outcome(rx.execute(late, { timeoutMs: 50 }))))
   for (const r of results) assert.ok(isTimeoutError(r.err))
   await sleep(200)

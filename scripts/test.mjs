@@ -1,5 +1,5 @@
-// `npm test`: every test. The cargo tests (engine, simulator acceptance), the Node tests under
-// Node 20, 22 and 24, a fleet of processes on a real upstream (once), the runtime-compatibility
+// `npm test`: every test. Lint (clippy and ESLint), the cargo tests (engine, simulator
+// acceptance), the Node tests under Node 20, 22 and 24, a fleet of processes on a real upstream (once), the runtime-compatibility
 // suite under those, Bun and Deno, and the typings check. Ends with one "N passed, N failed" line.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
@@ -10,10 +10,10 @@ import { nodeVersions } from './node-versions.mjs'
 import { COMPAT_SUITE, runtimes } from './runtimes.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
-// e.g. `npm test -- node`, `npm test -- cargo types`; a runtime's label (`bun`, `deno`, `node22`)
-// runs the compatibility suite under that runtime only.
+// e.g. `npm test -- node`, `npm test -- lint cargo types`; a runtime's label (`bun`, `deno`,
+// `node22`) runs the compatibility suite under that runtime only.
 const only = process.argv.slice(2)
-const STEPS = ['cargo', 'node', 'fleet', 'runtimes', 'types']
+const STEPS = ['lint', 'cargo', 'node', 'fleet', 'runtimes', 'types']
 const want = (step) => only.length === 0 || only.includes(step)
 const results = []
 const counts = { passed: 0, failed: 0 }
@@ -25,10 +25,11 @@ const tmp = mkdtempSync(join(tmpdir(), 'resilix-test-'))
 // counted as failed, so that one hung test can never hold the run past CI's limit (a CI run once
 // timed out on a test process kept alive after a failed assertion).
 const MINUTE = 60_000
-// Budgets sum to 4 + 5 + 3 + 3 × 17 + 11 + 5 × 2 + 3 = 87 min, inside CI's 90 with npm ci; a
-// clean run takes ~57 on 2 cores (the build 0.5, cargo 2, each Node runtime about 13.5, of
-// which 2.5 are the streaming tests, 1 the quota's real upstream, 2.5 the fleet sharing a quota
-// through Redis and 0.5 twenty fresh processes' first batch; the fleet of processes 9).
+// Budgets sum to 4 + 3 + 5 + 3 + 3 × 17 + 11 + 5 × 2 + 2 = 89 min, inside CI's 90 with npm ci;
+// a clean run takes ~57 on 2 cores (the build 0.5, lint from a cold target/ 56 s of CPU, cargo
+// 2, each Node runtime about 13.5, of which 2.5 are the streaming tests, 1 the quota's real
+// upstream, 2.5 the fleet sharing a quota through Redis and 0.5 twenty fresh processes' first
+// batch; the fleet of processes 9; tsc 9 s of CPU, 38 s at a load of 16) (ADR 1215).
 let lastStdout = ''
 
 // The innermost failing tests of a TAP report, each with the first lines of its error. A file
@@ -104,6 +105,13 @@ async function run(name, cmd, args, { budgetMs = 20 * MINUTE, capture = false, e
 
 const node = process.env.npm_node_execpath || process.execPath
 await run('build', node, [join(root, 'scripts', 'ensure-built.mjs')], { budgetMs: 4 * MINUTE })
+
+// First: it is fast, and names a mistake before the long steps run (ADR 1215).
+if (want('lint')) {
+  const ok = await run('lint (clippy, eslint)', node, [join(root, 'scripts', 'lint.mjs')], { budgetMs: 3 * MINUTE })
+  counts[ok ? 'passed' : 'failed']++
+  if (!ok) failures.push('lint: clippy or eslint found problems (npm run lint)')
+}
 
 if (want('cargo')) {
   // stdout is captured to count the tests, then echoed; compile progress streams on stderr.
@@ -240,7 +248,7 @@ if (want('runtimes') || runtimeLabels.length) {
 }
 
 if (want('types')) {
-  const ok = await run('typings (tsc --noEmit)', node, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join('__test__', 'types', 'tsconfig.json')], { budgetMs: 3 * MINUTE })
+  const ok = await run('typings (tsc --noEmit)', node, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join('__test__', 'types', 'tsconfig.json')], { budgetMs: 2 * MINUTE })
   counts[ok ? 'passed' : 'failed']++
 }
 rmSync(tmp, { recursive: true, force: true })
@@ -256,7 +264,7 @@ if (compat.length) {
 }
 console.log('\nsteps:')
 for (const r of results) console.log(`  ${r.ok ? 'ok  ' : 'FAIL'} ${r.name}`)
-// The closing line counts tests (cargo tests + Node tests per Node + the compatibility checks
-// per runtime + the typings check).
+// The closing line counts tests (the lint step + cargo tests + Node tests per Node + the
+// compatibility checks per runtime + the typings check).
 console.log(`${counts.passed} passed, ${counts.failed} failed`)
 process.exit(failed.length || counts.failed ? 1 : 0)

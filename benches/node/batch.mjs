@@ -25,7 +25,8 @@ const N = Number(opt.n)
 const FN_MS = Number(opt['fn-ms'])
 const C = Number(opt.concurrency)
 const ROUNDS = Number(opt.rounds)
-if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc')
+const { gc } = globalThis
+if (typeof gc !== 'function') throw new Error('run with node --expose-gc')
 
 const upstream = () => sleep(FN_MS)
 const Resilix = loadResilix()

@@ -596,10 +596,7 @@ mod tests {
         let mut rng = SplitMix64::new(1);
         let mut l = Limiter::new(&LimiterOptions::default(), 0); // vegas, limit 20
         for _ in 0..1_000 {
-            assert_eq!(
-                l.admit(0, &mut rng, 2_000_000_000, D).is_run_or_queue(),
-                true
-            );
+            assert!(l.admit(0, &mut rng, 2_000_000_000, D).is_run_or_queue());
         }
         assert_eq!((l.inflight(), l.queued()), (20, 980));
     }

@@ -332,8 +332,10 @@ fn headers_as_the_binding_passes_them_are_read() {
 #[test]
 fn one_refusal_cools_the_key_down_once_and_refusals_in_flight_only_extend_it() {
     let mut q = Quota::new(&opts(), ms(0));
-    let mut r = Reading::default();
-    r.retry_after_ns = Some(1_500 * NANOS_PER_MS);
+    let r = Reading {
+        retry_after_ns: Some(1_500 * NANOS_PER_MS),
+        ..Reading::default()
+    };
     assert!(q.observe(ms(0), &r, true, ms(0), &call(1)));
     // Three more calls that were in flight meet the same refusal.
     for t in [1, 2, 3] {
@@ -369,8 +371,10 @@ fn a_refusal_without_a_hint_waits_for_the_exhausted_budgets_reset_or_a_second() 
 #[test]
 fn after_a_cooldown_the_budget_comes_back_over_a_window_not_all_at_once() {
     let mut q = Quota::new(&opts(), ms(0));
-    let mut r = Reading::default();
-    r.retry_after_ns = Some(1_000 * NANOS_PER_MS);
+    let r = Reading {
+        retry_after_ns: Some(1_000 * NANOS_PER_MS),
+        ..Reading::default()
+    };
     q.observe(ms(0), &r, true, ms(0), &call(1));
     // Ten callers wait; each asks in turn when its turn comes.
     let mut times = Vec::new();

@@ -42,7 +42,7 @@ fn full_jitter_stays_within_the_doubling_ceiling_and_the_cap() {
     let p = RetryPolicy::default();
     let mut rng = SplitMix64::new(3);
     for retry in 1..=10u32 {
-        let ceiling = (25 * NANOS_PER_MS << (retry - 1)).min(250 * NANOS_PER_MS);
+        let ceiling = ((25 * NANOS_PER_MS) << (retry - 1)).min(250 * NANOS_PER_MS);
         for _ in 0..1000 {
             let d = backoff_ns(&p, retry, 0, rng.next_f64());
             assert!(d <= ceiling, "retry {retry}: {d} > {ceiling}");

@@ -636,10 +636,10 @@ pub fn compute(run: &Run) -> Vec<Metric> {
         Measure::Fleet => {
             // The last 300 s (the canonical fleet's 300–600 s; after the last join in
             // fleet-join), or the second half of a shorter run.
-            fleet_metrics(&run, (end - 300.0).max(end / 2.0), end)
+            fleet_metrics(run, (end - 300.0).max(end / 2.0), end)
         }
         Measure::FleetStart { judged, early } => {
-            let mut m = fleet_metrics(&run, end - judged, end);
+            let mut m = fleet_metrics(run, end - judged, end);
             let (a, b) = early;
             m.push(("earlyJain", some(jain(&run.done_per_client(a, b)))));
             m

@@ -600,7 +600,7 @@ impl<'a> World<'a> {
                 let ms = ((next - call.jitter).max(0.0) / 1.4 * 128.0).min(30_000.0);
                 ((ms * MS as f64) as u64, next)
             }
-            Retrier::PRetry => (1_000 * MS << (retry - 1).min(20), 0.0),
+            Retrier::PRetry => ((1_000 * MS) << (retry - 1).min(20), 0.0),
         };
         self.q.push(self.now + delay, Ev::Retry { call: id });
         self.calls[id as usize].delay = delay;

@@ -244,7 +244,7 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
 /// A quota from its flat form (the engine checks the ranges).
 fn to_quota(flat: &[f64], names: &[u32]) -> Result<QuotaOptions> {
     let mut q = QuotaOptions::default();
-    if flat.len() % 3 != 0 || flat.len() / 3 > MAX_DIMS || flat.is_empty() {
+    if !flat.len().is_multiple_of(3) || flat.len() / 3 > MAX_DIMS || flat.is_empty() {
         return Err(range_err(format!(
             "quota must have from 1 to {MAX_DIMS} budgets"
         )));

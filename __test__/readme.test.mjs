@@ -191,7 +191,7 @@ test('README: execute lists cost, ctx and a permit have charge()', () => {
   const options = new Map(rows(execute).map((r) => [r[0].replace(/`/g, ''), r]))
   assert.match(options.get('cost')?.[3] ?? '', /quota/)
   assert.ok(options.has('charge(usage)'), 'the ctx table has charge(usage)')
-  assert.match(section('`rx.acquire(key?, options?) → Promise<Permit>`, `rx.acquire({ key, timeoutMs, signal, priority, tenant, cost })`'), /A permit has `key`, `mark\(\)` \(as `ctx\.mark\(\)`\),\s+`charge\(usage\)`/)
+  assert.match(section('`rx.acquire(key?, options?) → Promise<Permit>`, `rx.acquire({ key, timeoutMs, signal, priority, tenant, cost })`').replace(/\s+/g, ' '), /A permit has `key`, `mark\(\)` \(as `ctx\.mark\(\)`\),\s+`charge\(usage\)`/)
 })
 
 test('README: execute and the interceptor are keyed alike (by origin) wherever both could reach one upstream', () => {

@@ -15,10 +15,11 @@ const guides = readdirSync(dir).filter((f) => f.endsWith('.md')).sort()
 const anchors = (text) =>
   new Set([...text.replace(/```[\s\S]*?```/g, '').matchAll(/^#+ (.+)$/gm)].map((m) => m[1].toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-')))
 
-test('the guides: streaming, LLM APIs and quotas, running a fleet, observability, and one per peer to migrate from', () => {
+test('the guides: the interceptor, streaming, LLM APIs and quotas, priorities, retries, running a fleet, observability, and one per peer to migrate from', () => {
   const peers = ['bottleneck', 'cockatiel', 'got', 'opossum', 'p-limit', 'p-retry']
   assert.deepEqual(guides, [
-    'llm-apis-and-quotas.md', ...peers.map((p) => `migrating-from-${p}.md`), 'observability.md', 'running-a-fleet.md', 'streaming.md',
+    'http-interceptor.md', 'llm-apis-and-quotas.md', ...peers.map((p) => `migrating-from-${p}.md`), 'observability.md',
+    'priorities-and-tenants.md', 'retries.md', 'running-a-fleet.md', 'streaming.md',
   ])
   for (const g of guides) {
     const text = readFileSync(join(dir, g), 'utf8')

@@ -69,7 +69,7 @@ test('README: throwing the status with the error keeps 404s out of the breaker; 
 })
 
 test('README: `using rx = new Resilix()` parses exactly on the runtimes it names, and through TypeScript', () => {
-  const text = section('`rx.close()`, `rx[Symbol.dispose]()`')
+  const text = section('`rx.close()`, `rx[Symbol.dispose]()`').replace(/\s+/g, ' ') // wrapped prose
   const newer = Number(/where the runtime parses\s+`using`: Node (\d+) and newer, and the Bun and Deno of/.exec(text)?.[1])
   const older = /On Node ([\d, and]+) it\s+is a `SyntaxError`/.exec(text)?.[1].match(/\d+/g).map(Number)
   assert.ok(newer > 0 && older?.length > 0, 'the README names where `using` parses and where it does not')

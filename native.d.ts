@@ -428,6 +428,8 @@ export interface WireCodes {
   retryRefusedBase: number
   /** Why a retry was refused, by code: `retryRefusals[RETRY_REFUSED_BASE - c]`; index 0 unused. */
   retryRefusals: Array<string | undefined | null>
+  /** The verdicts a retry may follow (`retryOn`'s default, and all it may name). */
+  retryable: Array<string>
   /** Priority class names by class code (0 sheddable … 4 critical). */
   priorities: Array<string>
   /** Ranks per class: a call naming no tenant is at `class × ranks + ranks − 1`. */

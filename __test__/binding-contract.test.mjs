@@ -109,6 +109,8 @@ test('contract: limits and defaults the engine holds are the ones the JS layer r
   assert.equal(quota.MAX_COSTS, codes.quotaCosts)
   assert.equal(quota.MAX_BUDGETS, codes.quotaBudgets)
   assert.equal(quota.MAX_COSTS, CELL.length - CELL.costs)
+  assert.deepEqual(require('../lib/retry-options.js').RETRYABLE, codes.retryable)
+  assert.deepEqual(require('../lib/retry-options.js').DEFAULTS.retryOn, codes.retryable)
 })
 
 test('contract: a budget named like an Object.prototype member is a budget, not an internal error', async () => {

@@ -43,6 +43,8 @@ module.exports = {
   TOO_MANY_ENGINES: codes.tooManyEngines,
   /** retryDecide's refusals are RETRY_REFUSED_BASE - refusal. */
   RETRY_REFUSED_BASE: codes.retryRefusedBase,
+  /** The verdicts a retry may follow: `retryOn`'s default, and all it may name. */
+  RETRYABLE: codes.retryable,
   /** Refusal names by refusal number (index 0 unused). */
   RETRY_REFUSALS: codes.retryRefusals.map((r) => r ?? undefined),
   /** Priority class names by class code (0 sheddable … 4 critical). */

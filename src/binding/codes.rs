@@ -86,6 +86,8 @@ pub struct WireCodes {
     pub retry_refused_base: f64,
     /// Why a retry was refused, by code: `retryRefusals[RETRY_REFUSED_BASE - c]`; index 0 unused.
     pub retry_refusals: Vec<Option<String>>,
+    /// The verdicts a retry may follow (`retryOn`'s default, and all it may name).
+    pub retryable: Vec<String>,
     /// Priority class names by class code (0 sheddable … 4 critical).
     pub priorities: Vec<String>,
     /// Ranks per class: a call naming no tenant is at `class × ranks + ranks − 1`.
@@ -189,6 +191,10 @@ pub fn wire_codes() -> WireCodes {
             }
             names
         },
+        retryable: resilix_engine::retry::RETRYABLE
+            .iter()
+            .map(|v| v.name().to_owned())
+            .collect(),
         priorities: Priority::ALL.iter().map(|p| p.name().to_owned()).collect(),
         ranks: RANKS as u32,
         levels: LEVELS as u32,

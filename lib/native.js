@@ -49,7 +49,7 @@ module.exports = {
   RETRY_REFUSALS: codes.retryRefusals.map((r) => r ?? undefined),
   /** Priority class names by class code (0 sheddable … 4 critical). */
   PRIORITIES: codes.priorities,
-  /** Ranks per class; a call naming no tenant is at `class × RANKS + RANKS − 1`. */
+  /** Ranks per class (a tenant's usage ranks it within its class). */
   RANKS: codes.ranks,
   /** Levels a key's queue orders its waiters by (classes × ranks). */
   LEVELS: codes.levels,

@@ -175,11 +175,10 @@ function acquireCosting(ks, budgetMs, level, tenantId, cost, head) {
   a[CELL.level] = level
   a[CELL.tenant] = tenantId
   a[CELL.head] = head ? 1 : 0
-  const c = CELL.costs
-  a[c] = cost.c0
-  a[c + 1] = cost.c1
-  a[c + 2] = cost.c2
-  a[c + 3] = cost.c3
+  a[CELL.costs] = cost.c0
+  a[CELL.costs + 1] = cost.c1
+  a[CELL.costs + 2] = cost.c2
+  a[CELL.costs + 3] = cost.c3
   const p = native.acquireCosting(ks.handle)
   if (p >= 0 || p === QUEUED) {
     cost.charged = true

@@ -3,7 +3,7 @@
 // and acquire(). Every policy decision is the engine's (engine/src); a call's life after
 // admission is lib/call.js. Hot path: one native call to acquire, one to settle, numbers only.
 
-const { native, QUEUED, STALE_HANDLE, REGISTRY_FULL, SLOT_SPAN, QUOTA_WAIT, DEFAULT_LEVEL, LEVEL_SPAN, mapNativeError } = require('./lib/native')
+const { native, QUEUED, STALE_HANDLE, REGISTRY_FULL, SLOT_SPAN, QUOTA_WAIT, DEFAULT_LEVEL, mapNativeError } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = require('./lib/errors')
 const { normalize } = require('./lib/options')
 const { Call, GuardedCall, QuotaCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
@@ -13,7 +13,7 @@ const { Permit } = require('./lib/permit')
 const { Emitter } = require('./lib/events')
 const { SignalLinks, reasonOf } = require('./lib/signals')
 const { readCallOptions, acquireObject, notAFunction, parsed } = require('./lib/call-options')
-const { acquireAt } = require('./lib/levels')
+const { acquireAt, rankTenant } = require('./lib/levels')
 const { KeyState, checkKey, isUrl } = require('./lib/keys')
 const { keyStats, byKey } = require('./lib/stats')
 const { engines, closedError, TOO_MANY, tooManyError } = require('./lib/lifetime')
@@ -348,12 +348,7 @@ function admitPrio(rx, ks, fn, key, timeoutMs, signal, retry, prio, p, attempt) 
 /** acquireCosting at the call's level (its tenant's rank asked first, as acquireAt does). */
 function acquireCost(ks, budgetMs, prio, cost) {
   if (prio === null) return quota.acquireCosting(ks, budgetMs, DEFAULT_LEVEL, 0, cost, false)
-  if (prio.tenant !== undefined) {
-    const r = native.levelOf(ks.handle, prio.cls, prio.tenant)
-    if (r === STALE_HANDLE) return r
-    prio.level = r % LEVEL_SPAN
-    prio.id = (r - prio.level) / LEVEL_SPAN
-  }
+  if (prio.tenant !== undefined && !rankTenant(ks.handle, prio)) return STALE_HANDLE
   return quota.acquireCosting(ks, budgetMs, prio.level, prio.id, cost, false)
 }
 

@@ -7,7 +7,9 @@
 // methods: each call site calls one known function, whichever class the call is.
 
 const { AsyncResource } = require('node:async_hooks')
-const { native, clockCell, QUOTA_WAIT } = require('./native')
+const { native, clockCell, CELL, QUOTA_WAIT } = require('./native')
+/** The clock cell's element holding the latest acquire's time: a constant read once (ADR 1210). */
+const NOW = CELL.now
 const { TimeoutError } = require('./errors')
 const V = require('./verdicts')
 const { custom } = require('./classify')
@@ -231,7 +233,7 @@ function linkSignal(call, running) {
 
 function launch(call, running) {
   // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
-  if (call._timeoutMs !== undefined) deadlines.add(call, call._timeoutMs, clockCell[0], true)
+  if (call._timeoutMs !== undefined) deadlines.add(call, call._timeoutMs, clockCell[NOW], true)
   if (running) start(call)
   else {
     // Keep the caller's async context for when fn runs later (p-limit #71).

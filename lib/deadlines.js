@@ -8,9 +8,11 @@
 // process alive until it gets one, and nothing else does (ADR 0603). Being module-level, the
 // timer references calls, never an instance: a dropped instance with no pending call is free.
 
-// Time is the engine's clock in ms (lib/native.js clockCell / nowMs), not performance.now():
+// Time is the engine's clock in ms (lib/native.js clockCell's `now` / nowMs), not performance.now():
 // add() receives the time of the acquire that started the call, so a call reads no clock.
-const { native, clockCell } = require('./native')
+const { native, clockCell, CELL } = require('./native')
+/** Where this thread's stall starts, for the binding's settle (ADR 0610, 1210). */
+const STALLED_FROM = CELL.stalledFrom
 const nowMs = () => native.nowMs()
 
 const { delayMs } = require('./timers')
@@ -50,13 +52,13 @@ class Deadlines {
   stall() {
     if (this.stalled) return
     this.stalled = true
-    clockCell[1] = -Infinity
+    clockCell[STALLED_FROM] = -Infinity
     setImmediate(this.endStall)
   }
 
   endStall() {
     this.stalled = false
-    clockCell[1] = this.armedAt + STALL_MS
+    clockCell[STALLED_FROM] = this.armedAt + STALL_MS
   }
 
   /**
@@ -123,7 +125,7 @@ class Deadlines {
     if (this.timer !== null) clearTimeout(this.timer)
     this.armedAt = at
     // A settle once this timer is STALL_MS overdue carries the stall (the binding checks).
-    if (!this.stalled) clockCell[1] = at + STALL_MS
+    if (!this.stalled) clockCell[STALLED_FROM] = at + STALL_MS
     // +1: setTimeout may fire a fraction of a millisecond early by the engine's clock. A delay
     // past setTimeout's range fires early and fire() re-arms for what is left.
     this.timer = setTimeout(this.fire, delayMs(Math.max(0, Math.ceil(at - now)) + 1))
@@ -136,7 +138,7 @@ class Deadlines {
     if (now - this.armedAt >= STALL_MS) this.stall()
     this.timer = null
     this.armedAt = Infinity
-    if (!this.stalled) clockCell[1] = Infinity
+    if (!this.stalled) clockCell[STALLED_FROM] = Infinity
     let next = Infinity
     for (const list of this.lists.values()) {
       let call = list.head

@@ -4,7 +4,10 @@
 // call a null check when it ends. Times are the engine's clock (ms), the one its latency samples use.
 
 const dc = require('node:diagnostics_channel')
-const { native, clockCell } = require('./native')
+const { native, clockCell, CELL } = require('./native')
+/** The clock cell's elements this file reads (ADR 1210). */
+const NOW = CELL.now
+const STALLED_FROM = CELL.stalledFrom
 const { NAMES, REJECTED, CANCELLED } = require('./verdicts')
 const { TimeoutError } = require('./errors')
 
@@ -39,7 +42,7 @@ class Timing {
 const active = () => settleChannel.hasSubscribers || leaveChannel.hasSubscribers
 
 /** A Timing from the acquire just made (the clock cell holds its time), or null when nobody listens. */
-const timing = () => (active() ? new Timing(clockCell[0]) : null)
+const timing = () => (active() ? new Timing(clockCell[NOW]) : null)
 
 /** A waiting call starts running now. */
 function started(t) {
@@ -56,7 +59,7 @@ function settled(rx, key, code, t, stuck) {
   if (!settleChannel.hasSubscribers) return
   const now = native.nowMs()
   // The binding's rule, from this reading: settled during a stall, no observation (ADR 0610).
-  if (!stuck && code !== REJECTED && now >= clockCell[1]) code = CANCELLED
+  if (!stuck && code !== REJECTED && now >= clockCell[STALLED_FROM]) code = CANCELLED
   settleChannel.publish({
     rx,
     key,

@@ -2,11 +2,10 @@
 // A call's priority and tenant (ADR 1001, 1002): read from its options, and turned into the
 // level the key's queue orders it by. A call that names neither never comes here.
 
-const { native, PRIORITIES, RANKS, LEVEL_SPAN, STALE_HANDLE } = require('./native')
+const { native, clockCell, CELL, PRIORITIES, LEVELS, CLASS_LEVELS, STALE_HANDLE } = require('./native')
 const { describe } = require('./options')
 const { didYouMean } = require('./suggest')
 
-const LEVELS = PRIORITIES.length * RANKS
 /** The most UTF-16 units a tenant name may have: a name, not a payload. */
 const MAX_TENANT_LENGTH = 256
 
@@ -38,20 +37,27 @@ class Prio {
   constructor(cls, tenant) {
     this.cls = cls
     this.tenant = tenant
-    this.level = cls * RANKS + RANKS - 1
+    this.level = CLASS_LEVELS[cls]
     this.id = 0
   }
 }
 
+/**
+ * A call by a tenant: its level and tenant id now (its tenant's rank moves with its usage).
+ * False when `handle` is stale. The id comes back through the clock cell (ADR 1210).
+ */
+function rankTenant(handle, prio) {
+  const level = native.levelOf(handle, prio.cls, prio.tenant)
+  if (level === STALE_HANDLE) return false
+  prio.level = level
+  prio.id = clockCell[CELL.tenant]
+  return true
+}
+
 /** Acquires for `prio` on `handle`: a permit or code as `acquireWithin`, or STALE_HANDLE. */
 function acquireAt(handle, budgetMs, prio) {
-  if (prio.tenant !== undefined) {
-    const r = native.levelOf(handle, prio.cls, prio.tenant)
-    if (r === STALE_HANDLE) return r
-    prio.level = r % LEVEL_SPAN
-    prio.id = (r - prio.level) / LEVEL_SPAN
-  }
+  if (prio.tenant !== undefined && !rankTenant(handle, prio)) return STALE_HANDLE
   return native.acquireAt(handle, budgetMs === undefined ? -1 : budgetMs, prio.level, prio.id)
 }
 
-module.exports = { LEVELS, MAX_TENANT_LENGTH, priorityOption, tenantOption, Prio, acquireAt }
+module.exports = { LEVELS, MAX_TENANT_LENGTH, priorityOption, tenantOption, Prio, acquireAt, rankTenant }

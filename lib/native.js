@@ -1,5 +1,6 @@
 'use strict'
-// The binding, loaded once, with its outcome codes (defined once, in src/binding/codes.rs).
+// The binding, loaded once, with its contract: outcome codes, the clock cell's slots, limits and
+// defaults, each defined once in Rust (src/binding/codes.rs) and read here by name (ADR 1210).
 
 // Through load-native: where no binary matches, its error says what was detected and what to do.
 const native = require('./load-native.js').loadNative()
@@ -8,13 +9,19 @@ const codes = native.wireCodes()
 module.exports = {
   native,
   /**
-   * A Float64Array of eleven (src/binding/hot.rs): [0] the engine's clock in ms as of the latest
-   * `acquire` on this thread (deadlines start from it, so a timed call reads no clock of its
-   * own); [1] written here, the engine time from which this thread is stalled (lib/deadlines.js);
-   * [2] the engine time at which a call told QUOTA_WAIT may ask again (lib/quota.js); [3…10]
-   * written here, the arguments of acquireCosting.
+   * The Float64Array both languages share (src/binding/hot.rs): read and written only through
+   * the names of CELL (ADR 1210).
    */
   clockCell: native.clockCell,
+  /**
+   * The clock cell's elements by name: `now` the engine clock (ms) as of the latest acquire on
+   * this thread (deadlines start from it, so a timed call reads no clock of its own);
+   * `stalledFrom`, written here, the engine time from which this thread is stalled
+   * (lib/deadlines.js); `quotaAskAt` when a call told QUOTA_WAIT may ask again; `budgetMs`,
+   * `level`, `tenant` (`levelOf` writes it), `head` and `costs` (one per cost from there on) the
+   * arguments of acquireCosting.
+   */
+  CELL: Object.freeze({ ...codes.cell }),
   QUEUED: codes.queued,
   STALE_HANDLE: codes.staleHandle,
   KEEP_WAITING: codes.keepWaiting,
@@ -36,15 +43,21 @@ module.exports = {
   TOO_MANY_ENGINES: codes.tooManyEngines,
   /** retryDecide's refusals are RETRY_REFUSED_BASE - refusal. */
   RETRY_REFUSED_BASE: codes.retryRefusedBase,
+  /** The verdicts a retry may follow: `retryOn`'s default, and all it may name. */
+  RETRYABLE: codes.retryable,
   /** Refusal names by refusal number (index 0 unused). */
   RETRY_REFUSALS: codes.retryRefusals.map((r) => r ?? undefined),
   /** Priority class names by class code (0 sheddable … 4 critical). */
   PRIORITIES: codes.priorities,
-  /** Ranks per class; a call naming no tenant is at `class × RANKS + RANKS − 1`. */
+  /** Ranks per class (a tenant's usage ranks it within its class). */
   RANKS: codes.ranks,
-  /** `levelOf` returns `level + LEVEL_SPAN × tenant`. */
-  LEVEL_SPAN: codes.levelSpan,
-  /** acquireCosting: wait for budget (the time to ask again is clockCell[2]). */
+  /** Levels a key's queue orders its waiters by (classes × ranks). */
+  LEVELS: codes.levels,
+  /** The level of a call of each class (by class code) that names no tenant. */
+  CLASS_LEVELS: codes.classLevels,
+  /** The level of a call that names no priority and no tenant (normal). */
+  DEFAULT_LEVEL: codes.defaultLevel,
+  /** acquireCosting: wait for budget (the time to ask again is at the clock cell's `quotaAskAt`). */
   QUOTA_WAIT: codes.quotaWait,
   /** acquireCosting: the call costs more than a whole budget. */
   QUOTA_OVERSIZE: codes.quotaOversize,
@@ -53,10 +66,16 @@ module.exports = {
   /** The longest a hint from the upstream holds a key back when no budget names it, ms. */
   QUOTA_MAX_COOLDOWN_MS: codes.quotaMaxCooldownMs,
   QUOTA_RING: codes.quotaRing,
+  /** Distinct costs a quota may name; budgets (a cost over a window) it may hold. */
+  QUOTA_COSTS: codes.quotaCosts,
+  QUOTA_BUDGETS: codes.quotaBudgets,
+  /** Rate-limit header dimensions by code, as cost names (index 0 unused). */
+  QUOTA_DIMENSIONS: codes.quotaDimensions.map((d) => d ?? undefined),
+  /** Limiter algorithm names, the default first. */
+  ALGORITHMS: codes.algorithms,
+  /** The longest a millisecond option may be (what setTimeout accepts). */
+  MAX_MS: codes.maxMs,
 }
-
-/** The level of a call that names no priority and no tenant (normal). */
-module.exports.DEFAULT_LEVEL = codes.priorities.indexOf('normal') * codes.ranks + codes.ranks - 1
 
 /** The one error mapper: a native error becomes a RangeError (bad argument) or an Error. */
 module.exports.mapNativeError = function mapNativeError(err) {

@@ -17,9 +17,9 @@ const TOP_LEVEL = new Set([
   'retry', 'retryBudget', 'quota', 'quotaStore',
   ...LIMITER_NUMBERS,
 ])
-const ALGORITHMS = ['vegas', 'gradient2', 'aimd', 'fixed']
 const { didYouMean } = require('./suggest')
-const MAX_TIMEOUT_MS = 2147483647
+// The engine's: its algorithm names, and the longest ms option it takes (ADR 1210).
+const { ALGORITHMS, MAX_MS: MAX_TIMEOUT_MS } = require('./native')
 
 function typeError(msg) {
   return new TypeError(`resilix: ${msg}`)

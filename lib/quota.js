@@ -5,18 +5,21 @@
 // calls, their timer, and reading a response's headers. An instance without a quota never
 // comes here.
 
-const { native, clockCell, QUEUED, STALE_HANDLE, REGISTRY_FULL, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, QUOTA_MAX_COOLDOWN_MS, REJECTED_BASE, REASONS } = require('./native')
+const { native, clockCell, CELL, QUEUED, STALE_HANDLE, REGISTRY_FULL, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, QUOTA_MAX_COOLDOWN_MS, QUOTA_COSTS, QUOTA_BUDGETS, QUOTA_DIMENSIONS, MAX_MS, REJECTED_BASE, REASONS } = require('./native')
 const { describe } = require('./options')
 const { didYouMean } = require('./suggest')
 const { delayMs } = require('./timers')
 
-/** Distinct costs a quota may name; budgets (a cost over a window) it may hold. */
-const MAX_COSTS = 4
-const MAX_BUDGETS = 8
+/** Distinct costs a quota may name; budgets (a cost over a window) it may hold (the engine's). */
+const MAX_COSTS = QUOTA_COSTS
+const MAX_BUDGETS = QUOTA_BUDGETS
 /** The window when a budget names none: a minute, as the LLM APIs count (the engine's default). */
 const WINDOW_MS = QUOTA_WINDOW_MS
-/** Header dimension codes (engine/src/quota_headers.rs) of the names the families use. */
-const HEADER_NAMES = { requests: 1, tokens: 2, inputTokens: 3, outputTokens: 4 }
+/**
+ * Header dimension codes of the cost names the families use (the engine's, ADR 1210). No
+ * prototype: a budget named `toString` or `constructor` has no dimension, not a function.
+ */
+const HEADER_NAMES = Object.assign(Object.create(null), ...QUOTA_DIMENSIONS.map((name, code) => (name === undefined ? {} : { [name]: code })))
 const NAME = /^[A-Za-z][A-Za-z0-9_]{0,31}$/
 /** The keys of a budget object that are options, not costs. */
 const OPTION_NAMES = ['windowMs', 'pace', 'maxCooldownMs']
@@ -41,8 +44,8 @@ function quotaOption(q) {
     let windowMs = WINDOW_MS
     if (b.windowMs !== undefined) {
       windowMs = b.windowMs
-      if (typeof windowMs !== 'number' || !Number.isInteger(windowMs) || windowMs < 1 || windowMs > 2147483647) {
-        throw new RangeError(`resilix: option quota.windowMs must be a whole number of milliseconds from 1 to 2147483647, got ${typeof windowMs === 'number' ? windowMs : describe(windowMs)}`)
+      if (typeof windowMs !== 'number' || !Number.isInteger(windowMs) || windowMs < 1 || windowMs > MAX_MS) {
+        throw new RangeError(`resilix: option quota.windowMs must be a whole number of milliseconds from 1 to ${MAX_MS}, got ${typeof windowMs === 'number' ? windowMs : describe(windowMs)}`)
       }
     }
     if (b.pace !== undefined) {
@@ -51,8 +54,8 @@ function quotaOption(q) {
     }
     if (b.maxCooldownMs !== undefined) {
       const m = b.maxCooldownMs
-      if (typeof m !== 'number' || !Number.isInteger(m) || m < 1 || m > 2147483647) {
-        throw new RangeError(`resilix: option quota.maxCooldownMs (the longest a 429's retry-after or a reset holds the key back) must be a whole number of milliseconds from 1 to 2147483647, got ${typeof m === 'number' ? m : describe(m)}`)
+      if (typeof m !== 'number' || !Number.isInteger(m) || m < 1 || m > MAX_MS) {
+        throw new RangeError(`resilix: option quota.maxCooldownMs (the longest a 429's retry-after or a reset holds the key back) must be a whole number of milliseconds from 1 to ${MAX_MS}, got ${typeof m === 'number' ? m : describe(m)}`)
       }
       maxCooldownMs = Math.min(maxCooldownMs ?? m, m)
     }
@@ -166,20 +169,20 @@ function amount(x, what) {
 
 /** Acquires for `cost` on `ks`: a permit or code as acquireAt, or QUOTA_WAIT (ready time in the clock cell). */
 function acquireCosting(ks, budgetMs, level, tenantId, cost, head) {
-  // The arguments go through the clock cell (src/binding/quota.rs): cheaper than N-API's.
+  // The arguments go through the clock cell's named slots: cheaper than N-API's (ADR 1210).
   const a = clockCell
-  a[3] = budgetMs === undefined ? -1 : budgetMs
-  a[4] = level
-  a[5] = tenantId
-  a[6] = head ? 1 : 0
-  a[7] = cost.c0
-  a[8] = cost.c1
-  a[9] = cost.c2
-  a[10] = cost.c3
+  a[CELL.budgetMs] = budgetMs === undefined ? -1 : budgetMs
+  a[CELL.level] = level
+  a[CELL.tenant] = tenantId
+  a[CELL.head] = head ? 1 : 0
+  a[CELL.costs] = cost.c0
+  a[CELL.costs + 1] = cost.c1
+  a[CELL.costs + 2] = cost.c2
+  a[CELL.costs + 3] = cost.c3
   const p = native.acquireCosting(ks.handle)
   if (p >= 0 || p === QUEUED) {
     cost.charged = true
-    cost.at = clockCell[0]
+    cost.at = a[CELL.now]
   }
   return p
 }
@@ -356,7 +359,7 @@ function enqueue(call) {
   const ks = call._ks
   const line = (ks.line ??= new Line())
   lists().insert(line, call)
-  arm(ks, line.head === call ? clockCell[2] : line.at)
+  arm(ks, line.head === call ? clockCell[CELL.quotaAskAt] : line.at)
   if (ks.fleet !== null) ks.fleet.want()
 }
 
@@ -432,7 +435,7 @@ function pumpLine(ks, line) {
     const left = call._dlist !== null ? call._deadline - native.nowMs() : undefined
     const p = acquireCosting(ks, left, levelOf(call), call._prio === null ? 0 : call._prio.id, call._cost, true)
     if (p === QUOTA_WAIT) {
-      arm(ks, clockCell[2])
+      arm(ks, clockCell[CELL.quotaAskAt])
       if (ks.fleet !== null) ks.fleet.want()
       return
     }

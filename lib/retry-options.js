@@ -10,7 +10,8 @@ const V = require('./verdicts')
 
 const KNOWN = new Set(['attempts', 'backoff', 'baseMs', 'maxDelayMs', 'retryOn', 'maxRetryAfterMs', 'attemptTimeoutMs'])
 const BUDGET = new Set(['ratio', 'minPerSecond', 'windowMs'])
-const RETRYABLE = ['failure', 'overload', 'timeout']
+/** The engine's retryable verdicts (ADR 1210). */
+const { RETRYABLE } = require('./native')
 /** The most attempts a call may make: far above any sensible policy, a bound on a typo. */
 const MAX_ATTEMPTS = 1000
 

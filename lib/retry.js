@@ -6,7 +6,9 @@
 // reads Retry-After, keeps the one deadline, the caller's signal and close(), and answers with
 // exactly what the last attempt produced.
 
-const { native, clockCell, QUEUED, QUOTA_WAIT, RETRY_REFUSED_BASE, RETRY_REFUSALS, REJECTED_BASE, REASONS } = require('./native')
+const { native, clockCell, CELL, QUEUED, QUOTA_WAIT, RETRY_REFUSED_BASE, RETRY_REFUSALS, REJECTED_BASE, REASONS } = require('./native')
+/** The clock cell's element holding the latest acquire's time (ADR 1210). */
+const NOW = CELL.now
 const { rejection } = require('./quota')
 const V = require('./verdicts')
 const { TimeoutError } = require('./errors')
@@ -57,7 +59,7 @@ function startRetrying(rx, ks, fn, policy, timeoutMs, signal, p, prio = null, co
     return p >= 0 ? runGuarded(call, p) : wait(call)
   }
   // Attempts with their own deadline: the state from the first.
-  const r = new RetryState(rx, ks, fn, policy, timeoutMs, clockCell[0], signal)
+  const r = new RetryState(rx, ks, fn, policy, timeoutMs, clockCell[NOW], signal)
   r.prio = prio
   r.cost = cost
   return new Promise((resolve, reject) => {

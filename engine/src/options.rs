@@ -18,6 +18,14 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
+    /// Every algorithm, the default first.
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::Vegas,
+        Algorithm::Gradient2,
+        Algorithm::Aimd,
+        Algorithm::Fixed,
+    ];
+
     pub fn parse(s: &str) -> Option<Algorithm> {
         match s {
             "vegas" => Some(Algorithm::Vegas),

@@ -13,7 +13,8 @@ pub enum Dimension {
 }
 
 impl Dimension {
-    const ALL: [Dimension; 4] = [
+    /// Every dimension, at its code − 1.
+    pub const ALL: [Dimension; 4] = [
         Dimension::Requests,
         Dimension::Tokens,
         Dimension::InputTokens,

@@ -4,9 +4,13 @@
 
 use napi_derive::napi;
 use resilix_engine::breaker::BreakerState;
-use resilix_engine::priority::RANKS;
+use resilix_engine::options::MAX_MS;
+use resilix_engine::priority::{DEFAULT_LEVEL, LEVELS, RANKS};
+use resilix_engine::quota_headers::Dimension;
 use resilix_engine::registry::INDEX_BITS;
-use resilix_engine::{Priority, Refusal, RejectReason, Verdict};
+use resilix_engine::{Algorithm, Priority, Refusal, RejectReason, Verdict};
+
+use super::hot::slot;
 
 /// The call must wait in the queue.
 pub const QUEUED: f64 = -1.0;
@@ -82,12 +86,30 @@ pub struct WireCodes {
     pub retry_refused_base: f64,
     /// Why a retry was refused, by code: `retryRefusals[RETRY_REFUSED_BASE - c]`; index 0 unused.
     pub retry_refusals: Vec<Option<String>>,
+    /// The verdicts a retry may follow (`retryOn`'s default, and all it may name).
+    pub retryable: Vec<String>,
     /// Priority class names by class code (0 sheddable … 4 critical).
     pub priorities: Vec<String>,
     /// Ranks per class: a call naming no tenant is at `class × ranks + ranks − 1`.
     pub ranks: u32,
-    /// `levelOf` returns `level + levelSpan × tenant`.
-    pub level_span: f64,
+    /// Levels a key's queue orders its waiters by (classes × ranks).
+    pub levels: u32,
+    /// The level of a call of each class (by class code) that names no tenant: its top rank.
+    pub class_levels: Vec<u32>,
+    /// The level of a call that names no priority and no tenant (normal).
+    pub default_level: u32,
+    /// The clock cell's elements by name (ADR 1210).
+    pub cell: CellSlots,
+    /// Limiter algorithm names, the default first.
+    pub algorithms: Vec<String>,
+    /// The longest a millisecond option may be (what `setTimeout` accepts).
+    pub max_ms: f64,
+    /// Distinct costs a quota may name.
+    pub quota_costs: u32,
+    /// Budgets (a cost over a window) a quota may hold.
+    pub quota_budgets: u32,
+    /// Rate-limit header dimensions by code, as cost names (index 0, no dimension, unused).
+    pub quota_dimensions: Vec<Option<String>>,
     pub quota_wait: f64,
     pub quota_oversize: f64,
     /// A quota budget's window when it names none, ms.
@@ -97,6 +119,39 @@ pub struct WireCodes {
     /// How many buckets a quota charge is kept for: a store that shares the window must keep
     /// charges as long (each bucket as long as `quotaBucketUs` says).
     pub quota_ring: f64,
+}
+
+/// The clock cell's elements (hot.rs `slot`): which side writes each is said there.
+#[napi(object)]
+pub struct CellSlots {
+    /// The engine clock as of the latest acquire, ms.
+    pub now: u32,
+    /// The engine time from which this thread is stalled, ms (JS writes it).
+    pub stalled_from: u32,
+    /// When a call told `quotaWait` may ask again, ms.
+    pub quota_ask_at: u32,
+    /// `acquireCosting`'s deadline budget, ms (≤ 0: none).
+    pub budget_ms: u32,
+    /// `acquireCosting`'s level.
+    pub level: u32,
+    /// The tenant id `levelOf` wrote; `acquireCosting` reads it.
+    pub tenant: u32,
+    /// `acquireCosting`: 1 when the oldest waiter for budget asks again.
+    pub head: u32,
+    /// `acquireCosting`'s costs, by the quota's cost index, from this element on.
+    pub costs: u32,
+    /// Elements in the cell.
+    pub length: u32,
+}
+
+/// A header dimension's name as a quota's cost option names it.
+fn cost_name(d: Dimension) -> &'static str {
+    match d {
+        Dimension::Requests => "requests",
+        Dimension::Tokens => "tokens",
+        Dimension::InputTokens => "inputTokens",
+        Dimension::OutputTokens => "outputTokens",
+    }
 }
 
 /// Every outcome code of the hot path, read once by the JS layer at load.
@@ -136,9 +191,36 @@ pub fn wire_codes() -> WireCodes {
             }
             names
         },
+        retryable: resilix_engine::retry::RETRYABLE
+            .iter()
+            .map(|v| v.name().to_owned())
+            .collect(),
         priorities: Priority::ALL.iter().map(|p| p.name().to_owned()).collect(),
         ranks: RANKS as u32,
-        level_span: super::levels::LEVEL_SPAN,
+        levels: LEVELS as u32,
+        class_levels: Priority::ALL
+            .iter()
+            .map(|p| p.level(RANKS - 1) as u32)
+            .collect(),
+        default_level: DEFAULT_LEVEL as u32,
+        cell: CellSlots {
+            now: slot::NOW as u32,
+            stalled_from: slot::STALLED_FROM as u32,
+            quota_ask_at: slot::QUOTA_ASK_AT as u32,
+            budget_ms: slot::BUDGET_MS as u32,
+            level: slot::LEVEL as u32,
+            tenant: slot::TENANT as u32,
+            head: slot::HEAD as u32,
+            costs: slot::COSTS as u32,
+            length: slot::LEN as u32,
+        },
+        algorithms: Algorithm::ALL.iter().map(|a| a.name().to_owned()).collect(),
+        max_ms: MAX_MS as f64,
+        quota_costs: resilix_engine::quota::COSTS as u32,
+        quota_budgets: resilix_engine::quota::MAX_DIMS as u32,
+        quota_dimensions: std::iter::once(None)
+            .chain(Dimension::ALL.map(|d| Some(cost_name(d).to_owned())))
+            .collect(),
         quota_wait: QUOTA_WAIT,
         quota_oversize: QUOTA_OVERSIZE,
         quota_window_ms: resilix_engine::quota::DEFAULT_WINDOW_MS as f64,

@@ -7,12 +7,13 @@
 //! code `NumberExpected` and a "Failed to convert" message, as napi-rs's conversion does; a
 //! panic is caught (`catch_unwind`) and thrown as a JS Error, never unwinding into Node.
 //!
-//! The clock cell: every acquire also stores its `now` (in ms) into element 0 of a Float64Array
-//! that JS reads to start a deadline, so a timed call needs no `performance.now()` of its own.
-//! Element 2: the time a call waiting for budget may ask again (quota.rs).
-//! Element 1 goes the other way: JS writes the engine time (ms) from which this thread is known
-//! to have stalled (its deadline timer is that late), and a settle at or after it carries no
-//! observation: its latency and outcome are the stall's, not the upstream's (ADR 0610).
+//! The clock cell: a Float64Array both languages share, its elements named in `slot` and handed
+//! to JS by `wireCodes().cell` (ADR 1210). Every acquire stores its `now` (ms) at `slot::NOW`,
+//! which JS reads to start a deadline, so a timed call needs no `performance.now()` of its own.
+//! `slot::STALLED_FROM` goes the other way: JS writes the engine time (ms) from which this
+//! thread is known to have stalled (its deadline timer is that late), and a settle at or after
+//! it carries no observation: its latency and outcome are the stall's, not the upstream's
+//! (ADR 0610).
 
 use std::cell::Cell;
 use std::ffi::{c_void, CStr};
@@ -42,23 +43,44 @@ pub(super) fn publish(t: Nanos) {
         if !p.is_null() {
             // SAFETY: p points into an ArrayBuffer kept alive by a strong reference until the
             // environment's cleanup hook nulls the cell.
-            unsafe { *p = t as f64 * 1e-6 }
+            unsafe { *p.add(slot::NOW) = t as f64 * 1e-6 }
         }
     });
 }
 
-/// Elements of the clock cell: 0 the clock, 1 the stall, 2 a quota wait's time, and 3…10 the
-/// arguments of `acquireCosting` (quota.rs), written by JS: numbers through memory cost less
-/// than N-API arguments, each of which is a call.
-pub(super) const CELL_LEN: usize = 11;
+/// The clock cell's elements by name, the only place their positions are written; JS reads
+/// them from `wireCodes().cell` (ADR 1210). Numbers through memory cost less than N-API
+/// arguments, each of which is a call (ADR 0501).
+pub(super) mod slot {
+    use resilix_engine::quota::COSTS as COST_COUNT;
+
+    /// Written by every acquire: the engine clock, ms.
+    pub const NOW: usize = 0;
+    /// Written by JS: the engine time (ms) from which this thread is stalled (ADR 0610).
+    pub const STALLED_FROM: usize = 1;
+    /// Written by `acquireCosting` with `QUOTA_WAIT`: when the call may ask again, ms.
+    pub const QUOTA_ASK_AT: usize = 2;
+    /// Written by JS before `acquireCosting`: the call's deadline budget, ms (≤ 0: none).
+    pub const BUDGET_MS: usize = 3;
+    /// Written by JS before `acquireCosting`: the call's level.
+    pub const LEVEL: usize = 4;
+    /// Written by `levelOf` (the tenant's id, 0: none); read by `acquireCosting`.
+    pub const TENANT: usize = 5;
+    /// Written by JS before `acquireCosting`: 1 when the oldest waiter for budget asks again.
+    pub const HEAD: usize = 6;
+    /// Written by JS before `acquireCosting`: the costs by the quota's cost index, from here on.
+    pub const COSTS: usize = 7;
+    /// The cell's length.
+    pub const LEN: usize = COSTS + COST_COUNT;
+}
 
 /// Element `i` of the clock cell (0 before the module is initialised on this thread).
 #[inline]
 pub(super) fn cell(i: usize) -> f64 {
     CLOCK_CELL.with(|c| {
         let p = c.get();
-        // SAFETY: as in `publish`; `i` is below CELL_LEN.
-        if p.is_null() || i >= CELL_LEN {
+        // SAFETY: as in `publish`; `i` is below slot::LEN.
+        if p.is_null() || i >= slot::LEN {
             0.0
         } else {
             unsafe { *p.add(i) }
@@ -66,25 +88,31 @@ pub(super) fn cell(i: usize) -> f64 {
     })
 }
 
-/// The time a call waiting for budget may ask again (clock cell element 2, ms).
+/// Writes `x` at element `i` of the clock cell (nothing before the module is initialised).
 #[inline]
-pub(super) fn publish_ready(t: Nanos) {
+pub(super) fn set_cell(i: usize, x: f64) {
     CLOCK_CELL.with(|c| {
         let p = c.get();
-        if !p.is_null() {
-            // SAFETY: as in `publish`; the cell has three elements.
-            unsafe { *p.add(2) = t as f64 * 1e-6 }
+        if !p.is_null() && i < slot::LEN {
+            // SAFETY: as in `publish`; `i` is below slot::LEN.
+            unsafe { *p.add(i) = x }
         }
     });
 }
 
-/// The thread stalled before `t` (clock cell element 1): the verdict becomes no observation.
+/// The time a call waiting for budget may ask again (`slot::QUOTA_ASK_AT`, ms).
+#[inline]
+pub(super) fn publish_ready(t: Nanos) {
+    set_cell(slot::QUOTA_ASK_AT, t as f64 * 1e-6);
+}
+
+/// The thread stalled before `t` (`slot::STALLED_FROM`): the verdict becomes no observation.
 #[inline]
 fn stalled_at(t: Nanos) -> bool {
     CLOCK_CELL.with(|c| {
         let p = c.get();
-        // SAFETY: as in `publish`; the cell has two elements.
-        !p.is_null() && t as f64 * 1e-6 >= unsafe { *p.add(1) }
+        // SAFETY: as in `publish`; STALLED_FROM is below slot::LEN.
+        !p.is_null() && t as f64 * 1e-6 >= unsafe { *p.add(slot::STALLED_FROM) }
     })
 }
 
@@ -305,7 +333,7 @@ unsafe fn clock_cell(env: sys::napi_env) -> Result<sys::napi_value> {
     let mut buffer = ptr::null_mut();
     napi::check_status!(sys::napi_create_arraybuffer(
         env,
-        CELL_LEN * 8,
+        slot::LEN * 8,
         &mut data,
         &mut buffer
     ))?;
@@ -313,7 +341,7 @@ unsafe fn clock_cell(env: sys::napi_env) -> Result<sys::napi_value> {
     napi::check_status!(sys::napi_create_typedarray(
         env,
         sys::TypedarrayType::float64_array,
-        CELL_LEN,
+        slot::LEN,
         buffer,
         0,
         &mut cell
@@ -322,11 +350,11 @@ unsafe fn clock_cell(env: sys::napi_env) -> Result<sys::napi_value> {
     let mut reference = ptr::null_mut();
     napi::check_status!(sys::napi_create_reference(env, cell, 1, &mut reference))?;
     let p = data as *mut f64;
-    *p = now() as f64 * 1e-6;
-    *p.add(1) = f64::INFINITY;
-    for i in 2..CELL_LEN {
+    for i in 0..slot::LEN {
         *p.add(i) = 0.0;
     }
+    *p.add(slot::NOW) = now() as f64 * 1e-6;
+    *p.add(slot::STALLED_FROM) = f64::INFINITY;
     CLOCK_CELL.with(|c| c.set(p));
     CLOCK_REF.with(|r| r.set(reference));
     if existing.is_null() {

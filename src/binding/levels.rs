@@ -6,17 +6,14 @@ use napi_derive::napi;
 
 use super::codes::*;
 use super::engines::{acquired_code, now, with_engine};
-use super::hot::publish;
+use super::hot::{publish, set_cell, slot};
 use resilix_engine::priority::LEVELS;
 use resilix_engine::{tenant_id, Priority};
 
-/// Levels a call's priority class spans (tenant ranks); `levelOf` returns
-/// `level + LEVEL_SPAN × tenant`.
-pub const LEVEL_SPAN: f64 = 32.0;
-
 /// The level of a call of priority class `priority` (0 sheddable … 4 critical) by `tenant`
-/// (a non-empty string, or null for none) on `handle`, with the tenant's id:
-/// `level + LEVEL_SPAN × tenant` (tenant 0: none), or `STALE_HANDLE`.
+/// (a non-empty string, or null for none) on `handle`, or `STALE_HANDLE`. The tenant's id (0:
+/// none) goes to the clock cell's `tenant` slot, where `acquireCosting` reads it: each value
+/// crosses once, by name (ADR 1210).
 #[napi(catch_unwind)]
 pub fn level_of(handle: f64, priority: u32, tenant: Option<String>) -> Result<f64> {
     let p = Priority::from_code(priority).ok_or_else(|| {
@@ -28,7 +25,10 @@ pub fn level_of(handle: f64, priority: u32, tenant: Option<String>) -> Result<f6
     let id = tenant.as_deref().map_or(0, tenant_id);
     let t = now();
     Ok(with_engine(handle, |e, k| match e.level_of(k, p, id, t) {
-        Ok(level) => level as f64 + LEVEL_SPAN * id as f64,
+        Ok(level) => {
+            set_cell(slot::TENANT, id as f64);
+            level as f64
+        }
         Err(_) => STALE_HANDLE,
     })
     .unwrap_or(STALE_HANDLE))

@@ -8,7 +8,7 @@ use napi_derive::napi;
 
 use super::codes::*;
 use super::engines::{acquired_code, now, with_engine};
-use super::hot::{budget_of, cell, number, numbers, panicked, publish, publish_ready};
+use super::hot::{budget_of, cell, number, numbers, panicked, publish, publish_ready, slot};
 use resilix_engine::priority::LEVELS;
 use resilix_engine::quota::{Costs, COSTS};
 use resilix_engine::quota_headers::read_header_block;
@@ -50,15 +50,15 @@ fn level_of_code(level: f64) -> u8 {
 }
 
 fn acquire_costing_impl(handle: f64) -> f64 {
-    let [budget_ms, level, tenant, head, c0, c1, c2, c3] = std::array::from_fn(|i| cell(3 + i));
+    let budget = budget_of(cell(slot::BUDGET_MS));
+    let level = level_of_code(cell(slot::LEVEL));
+    let tenant = super::levels::tenant_of(cell(slot::TENANT));
+    let head = cell(slot::HEAD) == 1.0;
+    let costs = costs_of(std::array::from_fn(|i| cell(slot::COSTS + i)));
     let t = now();
     publish(t);
-    let budget = budget_of(budget_ms);
-    let level = level_of_code(level);
-    let tenant = super::levels::tenant_of(tenant);
-    let costs = costs_of([c0, c1, c2, c3]);
     with_engine(handle, |e, k| {
-        match e.acquire_costing(k, t, budget, level, tenant, &costs, head == 1.0) {
+        match e.acquire_costing(k, t, budget, level, tenant, &costs, head) {
             Ok(Costed::Now(a)) => acquired_code(a),
             Ok(Costed::Wait(ready)) => {
                 publish_ready(ready);
@@ -71,10 +71,11 @@ fn acquire_costing_impl(handle: f64) -> f64 {
     .unwrap_or(STALE_HANDLE)
 }
 
-/// `acquireCosting(handle)`, with the clock cell's elements 3…10 written first: `budgetMs`,
-/// `level`, `tenant`, `head` (1: the oldest waiter for budget asks again), and the costs
-/// `c0…c3`. Acquire on a key with a quota for a call of those costs: a permit or code as
-/// `acquireAt`, or `QUOTA_WAIT` (the time to ask again in element 2) or `QUOTA_OVERSIZE`.
+/// `acquireCosting(handle)`, with the clock cell's argument slots written first (hot.rs
+/// `slot`): `budgetMs`, `level`, `tenant`, `head` (1: the oldest waiter for budget asks again),
+/// and the costs. Acquire on a key with a quota for a call of those costs: a permit or code as
+/// `acquireAt`, or `QUOTA_WAIT` (the time to ask again at `slot::QUOTA_ASK_AT`) or
+/// `QUOTA_OVERSIZE`.
 pub(super) unsafe extern "C" fn acquire_costing_cb(
     env: sys::napi_env,
     info: sys::napi_callback_info,

@@ -6,7 +6,8 @@
 const { native, QUEUED, STALE_HANDLE, REGISTRY_FULL, SLOT_SPAN, QUOTA_WAIT, DEFAULT_LEVEL, LEVEL_SPAN, mapNativeError } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = require('./lib/errors')
 const { normalize } = require('./lib/options')
-const { Call, GuardedCall, QuotaCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
+const { GuardedCall, QuotaCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
+const { runFast } = require('./lib/fast-path')
 const quota = require('./lib/quota')
 const { startRetrying, attemptsOf, attemptBudget, Backoff } = require('./lib/retry')
 const { Permit } = require('./lib/permit')
@@ -222,7 +223,7 @@ class Resilix {
       if (fn === null) return Promise.resolve(new Permit(this, ks, p))
       // No deadline, no signal, nobody timing calls: fn's own promise, half the bookkeeping
       // (lib/call.js). A subscriber to the per-call events gets guarded calls (lib/diagnostics.js).
-      if (timeoutMs === undefined && signal === undefined && !diagnosed()) return runPlain(new Call(this, ks, fn, undefined, undefined), p)
+      if (timeoutMs === undefined && signal === undefined && !diagnosed()) return runFast(this, ks, fn, p)
       return runGuarded(new GuardedCall(this, ks, fn, timeoutMs, signal), p)
     }
     if (p === QUEUED) {

@@ -23,7 +23,7 @@ use napi::{sys, Env, Result};
 use napi_derive::napi;
 
 use super::codes::*;
-use super::engines::{acquired_code, now, permit_of, with_engine};
+use super::engines::{acquired_code, now, permit_of, whole, with_engine};
 use resilix_engine::{Nanos, Verdict};
 
 thread_local! {
@@ -127,7 +127,7 @@ fn acquire_within_impl(handle: f64, budget_ms: f64) -> f64 {
 fn settle_impl(handle: f64, permit: f64, verdict: f64) -> f64 {
     let t = now();
     // A verdict is a small integer code; NaN, fractions and out-of-range values are refused.
-    if !(0.0..=u8::MAX as f64).contains(&verdict) || verdict.fract() != 0.0 {
+    if !(0.0..=u8::MAX as f64).contains(&verdict) || !whole(verdict) {
         return BAD_VERDICT;
     }
     // A 503 without Retry-After: an overload, which the throttle reads as a failure (ADR 1004).

@@ -5,9 +5,27 @@
 // no deadline, no promise of our own beyond the async function's, no hooks. What such a call
 // costs, part by part, and why admission still crosses into the engine: ADR 1218.
 
-const { native } = require('./native')
+const { native, clockCell } = require('./native')
 const V = require('./verdicts')
 const { Call, runFn, verdictOfValue, verdictOfError, settled, RUNNING, DONE } = require('./call')
+
+// Where `acquireToCell` leaves its answer (src/binding/hot.rs).
+const ANSWER = 11
+
+/**
+ * `native.acquire(handle)`, answered through the clock cell: a permit returned by the addon is
+ * a heap number made by V8's C++ factory, one read from the cell is made by JS (ADR 1218).
+ */
+function acquirePlain(handle) {
+  native.acquireToCell(handle)
+  return clockCell[ANSWER]
+}
+
+/** `native.acquireWithin(handle, budgetMs)`, answered through the clock cell (as acquirePlain). */
+function acquireWithinPlain(handle, budgetMs) {
+  native.acquireWithinToCell(handle, budgetMs)
+  return clockCell[ANSWER]
+}
 
 /** Runs `fn` holding `permit` on `ks`; resolves or rejects with exactly what fn does. */
 async function runFast(rx, ks, fn, permit) {
@@ -36,4 +54,4 @@ function end(rx, ks, call, verdict, x) {
   if (ks.head !== null || rx._events.watching) settled(rx, ks, freed)
 }
 
-module.exports = { runFast }
+module.exports = { runFast, acquirePlain, acquireWithinPlain }

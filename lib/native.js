@@ -10,11 +10,11 @@ const codes = native.wireCodes()
 module.exports = {
   native,
   /**
-   * A Float64Array of eleven (src/binding/hot.rs): [0] the engine's clock in ms as of the latest
+   * A Float64Array of twelve (src/binding/hot.rs): [0] the engine's clock in ms as of the latest
    * `acquire` on this thread (deadlines start from it, so a timed call reads no clock of its
    * own); [1] written here, the engine time from which this thread is stalled (lib/deadlines.js);
    * [2] the engine time at which a call told QUOTA_WAIT may ask again (lib/quota.js); [3…10]
-   * written here, the arguments of acquireCosting.
+   * written here, the arguments of acquireCosting; [11] the answer of `acquireToCell` and `acquireWithinToCell`.
    */
   clockCell: native.clockCell,
   QUEUED: codes.queued,

@@ -7,7 +7,7 @@ const { native, QUEUED, STALE_HANDLE, REGISTRY_FULL, SLOT_SPAN, QUOTA_WAIT, DEFA
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = require('./lib/errors')
 const { normalize } = require('./lib/options')
 const { GuardedCall, QuotaCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
-const { runFast, acquirePlain, acquireWithinPlain } = require('./lib/fast-path')
+const { runFast, acquireByCell, acquireWithinByCell } = require('./lib/fast-path')
 const quota = require('./lib/quota')
 const { startRetrying, attemptsOf, attemptBudget, Backoff } = require('./lib/retry')
 const { Permit } = require('./lib/permit')
@@ -273,7 +273,7 @@ class Resilix {
    * leave the queue in time rather than let it time out waiting (ADR 0110). */
   _acquire(ks, budgetMs, prio = null) {
     if (prio !== null) return this._acquireAt(ks, budgetMs, prio)
-    let p = budgetMs === undefined ? acquirePlain(ks.handle) : acquireWithinPlain(ks.handle, budgetMs)
+    let p = budgetMs === undefined ? acquireByCell(ks.handle) : acquireWithinByCell(ks.handle, budgetMs)
     if (p === STALE_HANDLE) {
       // Evicted behind our back (cannot happen while calls are in flight); resolve again, but
       // keep this one KeyState for the key: the caller holds `ks` and may queue on it, and
@@ -285,7 +285,7 @@ class Resilix {
       if (this._fleet !== null) this._fleet.adopt(ks, fresh)
       ks.observed = -1
       this._keys.set(ks.name, ks)
-      p = budgetMs === undefined ? acquirePlain(ks.handle) : acquireWithinPlain(ks.handle, budgetMs)
+      p = budgetMs === undefined ? acquireByCell(ks.handle) : acquireWithinByCell(ks.handle, budgetMs)
     }
     if (this._events.watching) this._events.observe(ks)
     return p

@@ -96,16 +96,16 @@ test('fast path: acquireToCell and acquireWithinToCell answer as acquire and acq
   const require = createRequire(import.meta.url)
   const native = require('../native.js')
   const { clockCell, STALE_HANDLE, STALE_PERMIT, QUEUED } = require('../lib/native.js')
-  const { acquirePlain, acquireWithinPlain } = require('../lib/fast-path.js')
+  const { acquireByCell, acquireWithinByCell } = require('../lib/fast-path.js')
   const id = native.createEngine({ algorithm: 'fixed', initialLimit: 2, breaker: false, limiter: true }, 1)
   const h = native.resolveKey(id, 'k')
   assert.equal(native.acquireToCell(h), undefined)
   const a = clockCell[11]
   assert.ok(Number.isInteger(a) && a >= 0, `a permit, got ${a}`)
-  const b = acquireWithinPlain(h, 1000)
+  const b = acquireWithinByCell(h, 1000)
   assert.ok(Number.isInteger(b) && b >= 0 && b !== a, `a second permit, got ${b}`)
   // The limit is 2: a third call waits, as acquire says.
-  assert.equal(acquirePlain(h), QUEUED)
+  assert.equal(acquireByCell(h), QUEUED)
   assert.equal(native.leaveQueue(h), 1)
   assert.ok(native.settle(h, a, 0) >= 0)
   assert.ok(native.settle(h, b, 0) >= 0)
@@ -113,8 +113,8 @@ test('fast path: acquireToCell and acquireWithinToCell answer as acquire and acq
   assert.equal(native.settle(h, a, 0), STALE_PERMIT)
   assert.equal(native.stats(id, 'k').inflight, 0)
   for (const x of [NaN, Infinity, -1, 1.5, 2 ** 53, h + 1]) {
-    assert.equal(acquirePlain(x), STALE_HANDLE, `acquireToCell(${x})`)
-    assert.equal(acquireWithinPlain(x, 10), STALE_HANDLE, `acquireWithinToCell(${x}, 10)`)
+    assert.equal(acquireByCell(x), STALE_HANDLE, `acquireToCell(${x})`)
+    assert.equal(acquireWithinByCell(x, 10), STALE_HANDLE, `acquireWithinToCell(${x}, 10)`)
   }
   for (const x of ['1', null, undefined, {}, 10n]) {
     assert.throws(() => native.acquireToCell(x), (e) => e.code === 'NumberExpected', String(x))

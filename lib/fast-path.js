@@ -16,13 +16,13 @@ const ANSWER = 11
  * `native.acquire(handle)`, answered through the clock cell: a permit returned by the addon is
  * a heap number made by V8's C++ factory, one read from the cell is made by JS (ADR 1218).
  */
-function acquirePlain(handle) {
+function acquireByCell(handle) {
   native.acquireToCell(handle)
   return clockCell[ANSWER]
 }
 
-/** `native.acquireWithin(handle, budgetMs)`, answered through the clock cell (as acquirePlain). */
-function acquireWithinPlain(handle, budgetMs) {
+/** `native.acquireWithin(handle, budgetMs)`, answered through the clock cell as acquireByCell is. */
+function acquireWithinByCell(handle, budgetMs) {
   native.acquireWithinToCell(handle, budgetMs)
   return clockCell[ANSWER]
 }
@@ -54,4 +54,4 @@ function end(rx, ks, call, verdict, x) {
   if (ks.head !== null || rx._events.watching) settled(rx, ks, freed)
 }
 
-module.exports = { runFast, acquirePlain, acquireWithinPlain }
+module.exports = { runFast, acquireByCell, acquireWithinByCell }

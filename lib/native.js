@@ -14,7 +14,8 @@ module.exports = {
    * `acquire` on this thread (deadlines start from it, so a timed call reads no clock of its
    * own); [1] written here, the engine time from which this thread is stalled (lib/deadlines.js);
    * [2] the engine time at which a call told QUOTA_WAIT may ask again (lib/quota.js); [3…10]
-   * written here, the arguments of acquireCosting; [11] the answer of `acquireToCell` and `acquireWithinToCell`.
+   * written here, the arguments of acquireCosting; [11] the answer of `acquireToCell` and
+   * `acquireWithinToCell` (lib/fast-path.js).
    */
   clockCell: native.clockCell,
   QUEUED: codes.queued,

@@ -6,7 +6,8 @@
 const { native, QUEUED, STALE_HANDLE, REGISTRY_FULL, SLOT_SPAN, QUOTA_WAIT, DEFAULT_LEVEL, mapNativeError } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = require('./lib/errors')
 const { normalize } = require('./lib/options')
-const { Call, GuardedCall, QuotaCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
+const { GuardedCall, QuotaCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted } = require('./lib/call')
+const { runFast, acquireByCell, acquireWithinByCell } = require('./lib/fast-path')
 const quota = require('./lib/quota')
 const { startRetrying, attemptsOf, attemptBudget, Backoff } = require('./lib/retry')
 const { Permit } = require('./lib/permit')
@@ -222,7 +223,7 @@ class Resilix {
       if (fn === null) return Promise.resolve(new Permit(this, ks, p))
       // No deadline, no signal, nobody timing calls: fn's own promise, half the bookkeeping
       // (lib/call.js). A subscriber to the per-call events gets guarded calls (lib/diagnostics.js).
-      if (timeoutMs === undefined && signal === undefined && !diagnosed()) return runPlain(new Call(this, ks, fn, undefined, undefined), p)
+      if (timeoutMs === undefined && signal === undefined && !diagnosed()) return runFast(this, ks, fn, p)
       return runGuarded(new GuardedCall(this, ks, fn, timeoutMs, signal), p)
     }
     if (p === QUEUED) {
@@ -272,7 +273,7 @@ class Resilix {
    * leave the queue in time rather than let it time out waiting (ADR 0110). */
   _acquire(ks, budgetMs, prio = null) {
     if (prio !== null) return this._acquireAt(ks, budgetMs, prio)
-    let p = budgetMs === undefined ? native.acquire(ks.handle) : native.acquireWithin(ks.handle, budgetMs)
+    let p = budgetMs === undefined ? acquireByCell(ks.handle) : acquireWithinByCell(ks.handle, budgetMs)
     if (p === STALE_HANDLE) {
       // Evicted behind our back (cannot happen while calls are in flight); resolve again, but
       // keep this one KeyState for the key: the caller holds `ks` and may queue on it, and
@@ -284,7 +285,7 @@ class Resilix {
       if (this._fleet !== null) this._fleet.adopt(ks, fresh)
       ks.observed = -1
       this._keys.set(ks.name, ks)
-      p = budgetMs === undefined ? native.acquire(ks.handle) : native.acquireWithin(ks.handle, budgetMs)
+      p = budgetMs === undefined ? acquireByCell(ks.handle) : acquireWithinByCell(ks.handle, budgetMs)
     }
     if (this._events.watching) this._events.observe(ks)
     return p

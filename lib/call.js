@@ -499,4 +499,6 @@ module.exports = {
   Call, GuardedCall, QuotaCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted,
   // a retrying call's attempts (lib/retry.js)
   runFn, finish, verdictOfValue, verdictOfError, guardAttempt, retryHooks, RUNNING,
+  // the fast path (lib/fast-path.js)
+  settled, DONE,
 }

@@ -3,7 +3,9 @@
 // defaults, each defined once in Rust (src/binding/codes.rs) and read here by name (ADR 1210).
 
 // Through load-native: where no binary matches, its error says what was detected and what to do.
-const native = require('./load-native.js').loadNative()
+// Copied into a plain object: the addon's exports object is a dictionary in V8, so every
+// `native.acquire` was a hash lookup, about 7 ns of each acquire+settle pair (ADR 1218).
+const native = { ...require('./load-native.js').loadNative() }
 const codes = native.wireCodes()
 
 module.exports = {
@@ -19,7 +21,7 @@ module.exports = {
    * `stalledFrom`, written here, the engine time from which this thread is stalled
    * (lib/deadlines.js); `quotaAskAt` when a call told QUOTA_WAIT may ask again; `budgetMs`,
    * `level`, `tenant` (`levelOf` writes it), `head` and `costs` (one per cost from there on) the
-   * arguments of acquireCosting.
+   * arguments of acquireCosting; `answer` what `acquireToCell` answered (lib/fast-path.js).
    */
   CELL: Object.freeze({ ...codes.cell }),
   QUEUED: codes.queued,

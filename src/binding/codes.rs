@@ -140,6 +140,8 @@ pub struct CellSlots {
     pub head: u32,
     /// `acquireCosting`'s costs, by the quota's cost index, from this element on.
     pub costs: u32,
+    /// The answer of `acquireToCell` and `acquireWithinToCell`.
+    pub answer: u32,
     /// Elements in the cell.
     pub length: u32,
 }
@@ -212,6 +214,7 @@ pub fn wire_codes() -> WireCodes {
             tenant: slot::TENANT as u32,
             head: slot::HEAD as u32,
             costs: slot::COSTS as u32,
+            answer: slot::ANSWER as u32,
             length: slot::LEN as u32,
         },
         algorithms: Algorithm::ALL.iter().map(|a| a.name().to_owned()).collect(),

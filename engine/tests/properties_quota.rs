@@ -4,9 +4,9 @@
 //! head of the wait, waiters giving up, settles that refund or charge more, calls refused after
 //! their charge (a bulkhead), calls charged that wait in the limiter's queue and start later
 //! (their charge moved to their start) or give up (refunded), 429s and rate-limit readings with
-//! any hint, and a clock that jumps
-//! forwards a lot, stands still or, in half the runs, goes backwards. A model keeps every charge
-//! with its time and the calls waiting, by level. After every step:
+//! any hint, and a clock that jumps forwards a lot, stands still or, in half the runs, goes
+//! backwards. A model keeps every charge with its time and the calls waiting, by level. After
+//! every step:
 //!
 //! - nothing panics; the calls waiting for budget, and in the limiter's queue, equal the
 //!   model's (nothing leaks);
@@ -26,7 +26,10 @@
 //!   `maxCooldownMs` from the hint that started it, whatever the hint (ADR 1104).
 //!
 //! With a clock that went backwards the window's times are no longer the upstream's: those runs
-//! check everything but the window bounds and the cooldown's length.
+//! check everything but the window bounds, the cooldown's length and the refund of a call
+//! refused past the quota (a clock behind the window's newest bucket charges that bucket and
+//! refunds the older one of its own time: the charge is held until it leaves the window, never
+//! freed early).
 
 use proptest::prelude::*;
 use resilix_engine::quota::{bucket_ns, Costs, QuotaDim, QuotaOptions, BUCKETS, COSTS, MAX_LIMIT};

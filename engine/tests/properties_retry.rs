@@ -14,8 +14,9 @@
 //! - The budget: through random first calls, retries and settles, with the clock jumping
 //!   forwards, standing still or (in half the runs) going back, the counts of retries granted
 //!   and refused equal the model's; with a clock that never goes back, the retries granted in
-//!   any nine tenths of the window never exceed `ratio` × the calls settled in the two windows
-//!   before, plus `minPerSecond` × the window's seconds.
+//!   any nine tenths of the window never exceed `ratio` × the first attempts settled in the two
+//!   windows before (and the retries settled then, granted before those nine tenths), plus
+//!   `minPerSecond` × the window's seconds.
 //! - Bad budget options (NaN, negative, huge) are refused with an error naming them.
 
 use proptest::prelude::*;
@@ -289,8 +290,10 @@ fn run_budget(opts: BudgetOptions, start: u64, monotonic: bool, ops: &[Op]) {
     };
     let window = opts.window_ms * NANOS_PER_MS;
     let (mut now, mut latest) = (start, start);
-    // Times (the latest then) of every settle and every retry granted; retries refused.
-    let (mut settles, mut grants, mut refused) = (Vec::new(), Vec::<u64>::new(), 0u64);
+    // Times (the latest then) of every first attempt settled and every retry granted (and
+    // whether it ran and settled); retries refused.
+    let (mut firsts, mut grants, mut refused) =
+        (Vec::<u64>::new(), Vec::<(u64, bool)>::new(), 0u64);
     let settle = |e: &mut Engine, v: Verdict, now: u64| {
         let Acquired::Permit(id) = e.acquire(k, now).unwrap() else {
             panic!("no policy refuses")
@@ -309,7 +312,7 @@ fn run_budget(opts: BudgetOptions, start: u64, monotonic: bool, ops: &[Op]) {
             }
             Op::Call(v) => {
                 settle(&mut e, *v, now);
-                settles.push(latest);
+                firsts.push(latest);
             }
             Op::Retry(runs) => {
                 let s = Settled {
@@ -321,24 +324,35 @@ fn run_budget(opts: BudgetOptions, start: u64, monotonic: bool, ops: &[Op]) {
                 };
                 match e.retry(k, &policy, &s, now).unwrap() {
                     Decision::Retry { .. } => {
-                        grants.push(latest);
-                        let since = |span: u64, at: &Vec<u64>| {
-                            let from = latest.checked_sub(span);
-                            at.iter().filter(|t| from.is_none_or(|f| **t > f)).count() as f64
+                        if *runs {
+                            settle(&mut e, Verdict::Success, now);
+                        }
+                        grants.push((latest, *runs));
+                        // Within (latest − span, latest − until].
+                        let within = |t: u64, span: u64, until: u64| {
+                            latest.checked_sub(span).is_none_or(|f| t > f)
+                                && latest.checked_sub(until).is_some_and(|u| t <= u)
                         };
-                        let recent = since(window / 10 * 9, &grants);
-                        let allowed = opts.ratio * since(2 * window, &settles)
+                        let tenths = window / 10 * 9;
+                        let recent = grants.iter().filter(|g| within(g.0, tenths, 0)).count();
+                        // The budget counts the calls settled since a look less than a window
+                        // before its oldest tenth, less the retries granted in its tenths: at
+                        // most the first attempts of the last two windows, and the retries
+                        // that settled then but were granted before the last nine tenths.
+                        let first = firsts.iter().filter(|t| within(**t, 2 * window, 0)).count();
+                        let older = grants
+                            .iter()
+                            .filter(|g| g.1 && within(g.0, 2 * window, tenths))
+                            .count();
+                        let allowed = opts.ratio * (first + older) as f64
                             + opts.min_per_second * opts.window_ms as f64 / 1000.0;
+                        let recent = recent as f64;
                         // The budget knows the time only when asked: with a clock that went
                         // back, calls settled long before may count as recent.
                         assert!(
                             !monotonic || recent <= allowed + 1e-9,
                             "{recent} retries in 0.9 of a window, {allowed} allowed"
                         );
-                        if *runs {
-                            settle(&mut e, Verdict::Success, now);
-                            settles.push(latest);
-                        }
                     }
                     Decision::Stop(Refusal::Budget) => refused += 1,
                     other => panic!("only the budget refuses here: {other:?}"),

@@ -1,7 +1,8 @@
 //! Property tests of priorities in the limiter's queue (ADR 1001), through the public `Engine`
 //! API: random limiters and queues, calls of random levels (all 20, and out-of-range ones)
 //! with random deadlines, waiters admitted as the binding admits them (the oldest of the
-//! highest level waiting), waiters giving up or refused late, settles of any verdict, and a
+//! highest level waiting), waiters giving up or refused late, settles of any verdict, a breaker
+//! in some runs (asked again when a waiter is admitted: refused, it leaves the queue), and a
 //! clock that jumps forwards, stands still or goes backwards. A model keeps the waiters in one
 //! FIFO per level and the calls in flight. After every step:
 //!
@@ -23,8 +24,8 @@ use std::collections::VecDeque;
 use proptest::prelude::*;
 use resilix_engine::priority::{class_of, LEVELS};
 use resilix_engine::{
-    Acquired, Algorithm, Engine, KeyHandle, LimiterOptions, PolicyOptions, QueueOptions,
-    QueueRefusal, RegistryOptions, RejectReason, Verdict, NANOS_PER_MS,
+    Acquired, Algorithm, BreakerOptions, Engine, KeyHandle, LimiterOptions, PolicyOptions,
+    QueueOptions, QueueRefusal, RegistryOptions, RejectReason, Verdict, NANOS_PER_MS,
 };
 
 #[derive(Clone, Debug)]
@@ -112,6 +113,7 @@ struct Harness {
     engine: Engine,
     key: KeyHandle,
     opts: LimiterOptions,
+    breaker: bool,
     now: u64,
     /// Waiters by level, oldest first: (arrival, deadline).
     waiting: Vec<VecDeque<(u64, u64)>>,
@@ -217,7 +219,10 @@ impl Harness {
                             "refused at the limit with a queue"
                         );
                     }
-                    Acquired::Rejected(r) => panic!("limiter alone refused with {r:?}"),
+                    Acquired::Rejected(RejectReason::Breaker) => {
+                        assert!(self.breaker, "a breaker refusal without a breaker")
+                    }
+                    Acquired::Rejected(r) => panic!("refused with {r:?}"),
                 }
             }
             Op::Admit => {
@@ -240,6 +245,13 @@ impl Harness {
                         );
                     }
                     None => {}
+                    // The breaker is asked again at admission: the waiter leaves, refused.
+                    Some(Acquired::Rejected(RejectReason::Breaker)) => {
+                        assert!(self.breaker, "a breaker refusal without a breaker");
+                        self.waiting[level as usize]
+                            .pop_front()
+                            .expect("a waiter at the level");
+                    }
                     Some(other) => panic!("admitted as {other:?}"),
                 }
             }
@@ -313,9 +325,18 @@ impl Harness {
     }
 }
 
-fn run(opts: LimiterOptions, seed: u64, start: u64, ops: &[Op]) {
+fn run(opts: LimiterOptions, breaker: bool, seed: u64, start: u64, ops: &[Op]) {
+    // A breaker that opens quickly and half-opens soon: it refuses new calls and waiters alike.
+    let breaker_opts = BreakerOptions {
+        minimum_calls: 2,
+        window_ms: 1_000,
+        consecutive_failures: 2,
+        open_ms: 200,
+        half_open_probes: 1,
+        ..BreakerOptions::default()
+    };
     let policies = PolicyOptions {
-        breaker: None,
+        breaker: breaker.then_some(breaker_opts),
         limiter: Some(opts),
         bulkhead: None,
         throttle: None,
@@ -327,6 +348,7 @@ fn run(opts: LimiterOptions, seed: u64, start: u64, ops: &[Op]) {
         engine,
         key,
         opts,
+        breaker,
         now: start,
         waiting: vec![VecDeque::new(); LEVELS],
         arrivals: 0,
@@ -370,10 +392,11 @@ proptest! {
     #[test]
     fn levels_order_the_queue_under_random_operations(
         opts in limiter(),
+        breaker in proptest::bool::weighted(0.3),
         seed in any::<u64>(),
         start in prop_oneof![Just(0u64), Just(1u64), 1u64..u64::MAX / 4],
         ops in proptest::collection::vec(op(), 1..300),
     ) {
-        run(opts, seed, start, &ops);
+        run(opts, breaker, seed, start, &ops);
     }
 }

@@ -455,7 +455,10 @@ impl Quota {
         if self
             .fleet
             .as_ref()
-            .is_some_and(|f| f.shares_until != 0 && now >= f.shares_until)
+            // Only while the store answers: lost again, the new fallback's shares hold.
+            .is_some_and(|f| {
+                f.mode == FleetMode::Leased && f.shares_until != 0 && now >= f.shares_until
+            })
         {
             self.end_shares();
         }

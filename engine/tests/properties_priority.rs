@@ -377,8 +377,8 @@ fn run(opts: LimiterOptions, breaker: bool, seed: u64, start: u64, ops: &[Op]) {
     assert_eq!((s.inflight, s.queued, s.queued_by_priority), (0, 0, [0; 5]));
 }
 
-/// 1 500 cases of up to 300 steps: at most 1.6 s in the dev profile
-/// on a 2-core machine at load 6.
+/// 1 500 cases of up to 300 steps: 1 to 3 s in the dev profile
+/// on a 2-core machine at load 6 to 8.
 /// `PROPTEST_CASES=20000 cargo test -p resilix-engine --test properties_priority` for a longer hunt.
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")

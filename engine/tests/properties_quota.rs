@@ -621,8 +621,8 @@ fn run(
     assert!(h.engine.policies_mut(key).unwrap().is_idle());
 }
 
-/// 1 500 cases of up to 200 steps: at most 1.6 s in the dev profile
-/// on a 2-core machine at load 6.
+/// 1 500 cases of up to 200 steps: 1 to 3 s in the dev profile
+/// on a 2-core machine at load 6 to 8.
 /// `PROPTEST_CASES=20000 cargo test -p resilix-engine --test properties_quota` for a longer hunt.
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")

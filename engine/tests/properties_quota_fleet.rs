@@ -199,8 +199,8 @@ fn run(opts: QuotaOptions, wait_ms: u64, start: u64, ops: &[Op]) {
     }
 }
 
-/// 1 500 cases of up to 300 steps: at most 1.6 s in the dev profile
-/// on a 2-core machine at load 6.
+/// 1 500 cases of up to 300 steps: 1 to 3 s in the dev profile
+/// on a 2-core machine at load 6 to 8.
 /// `PROPTEST_CASES=20000 cargo test -p resilix-engine --test properties_quota_fleet` for a longer hunt.
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")

@@ -96,8 +96,8 @@ fn settled() -> impl Strategy<Value = Settled> {
         )
 }
 
-/// Cases: `PROPTEST_CASES` or each property's own (at most 1.6 s in the dev profile on a
-/// 2-core machine at load 6).
+/// Cases: `PROPTEST_CASES` or each property's own (1 to 3 s in the dev profile on a
+/// 2-core machine at load 6 to 8).
 fn cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()

@@ -315,8 +315,8 @@ fn run(opts: ThrottleOptions, seed: u64, start: u64, monotonic: bool, ops: &[Op]
     }
 }
 
-/// 2 000 cases of up to 300 steps: at most 1.6 s in the dev profile
-/// on a 2-core machine at load 6.
+/// 2 000 cases of up to 300 steps: 1 to 3 s in the dev profile
+/// on a 2-core machine at load 6 to 8.
 /// `PROPTEST_CASES=20000 cargo test -p resilix-engine --test properties_throttle` for a longer hunt.
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")

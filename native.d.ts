@@ -13,6 +13,12 @@ export declare function acquire(handle: number): number
 /** `acquire` for a call with a deadline `budgetMs` away (≤ 0 or not finite: none). */
 export declare function acquireWithin(handle: number, budgetMs: number): number
 
+/** `acquire`, its answer written at the clock cell's `answer` slot rather than returned (ADR 1218). */
+export declare function acquireToCell(handle: number): void
+
+/** `acquireWithin`, its answer written at the clock cell's `answer` slot rather than returned. */
+export declare function acquireWithinToCell(handle: number, budgetMs: number): void
+
 /**
  * Settles `permit` on `handle` with verdict code `verdict` (`wireCodes().verdicts`, or
  * `unavailable`): the waiters to wake (≥ 0), or `stalePermit`, `staleHandle` or `badVerdict`.
@@ -81,6 +87,8 @@ export interface CellSlots {
   head: number
   /** `acquireCosting`'s costs, by the quota's cost index, from this element on. */
   costs: number
+  /** The answer of `acquireToCell` and `acquireWithinToCell`. */
+  answer: number
   /** Elements in the cell. */
   length: number
 }

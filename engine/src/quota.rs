@@ -363,7 +363,7 @@ impl Cap {
         if now >= self.until {
             return now;
         }
-        let need = (self.spent + cost) as f64;
+        let need = self.spent.saturating_add(cost) as f64;
         if need <= self.allowed(now) {
             return now;
         }
@@ -455,7 +455,10 @@ impl Quota {
         if self
             .fleet
             .as_ref()
-            .is_some_and(|f| f.shares_until != 0 && now >= f.shares_until)
+            // Only while the store answers: lost again, the new fallback's shares hold.
+            .is_some_and(|f| {
+                f.mode == FleetMode::Leased && f.shares_until != 0 && now >= f.shares_until
+            })
         {
             self.end_shares();
         }
@@ -465,7 +468,7 @@ impl Quota {
                 FleetMode::Leased if ready <= now || !first => {
                     let mut want = by_dim(&self.dims, costs);
                     for (w, a) in want.iter_mut().zip(by_dim(&self.dims, &ahead)) {
-                        *w += a;
+                        *w = w.saturating_add(a);
                     }
                     if first && f.holds(now, &want) {
                         return QuotaCheck::Take;
@@ -514,7 +517,8 @@ impl Quota {
         for (c, w) in &mut self.dims {
             let c = *c as usize;
             let spent = w.spent(now);
-            let want = spent + costs[c] + ahead[c];
+            // Saturating: usage settled past any count stops at the largest one.
+            let want = spent.saturating_add(costs[c]).saturating_add(ahead[c]);
             let limit = w.admits();
             // A dimension spent to its limit admits nothing, not even a call that names no
             // cost of it: its usage is settled later and would overrun.
@@ -531,7 +535,7 @@ impl Quota {
         }
         for (c, cap) in self.caps.iter().enumerate() {
             if let Some(cap) = cap {
-                t = t.max(cap.ready(now, costs[c] + ahead[c]));
+                t = t.max(cap.ready(now, costs[c].saturating_add(ahead[c])));
             }
         }
         t
@@ -551,7 +555,7 @@ impl Quota {
         for (c, slot) in self.caps.iter_mut().enumerate() {
             match slot {
                 Some(cap) if now >= cap.until => *slot = None,
-                Some(cap) => cap.spent += costs[c],
+                Some(cap) => cap.spent = cap.spent.saturating_add(costs[c]),
                 None => {}
             }
         }

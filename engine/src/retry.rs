@@ -270,7 +270,8 @@ pub fn backoff_ns(policy: &RetryPolicy, retry: u32, previous_ns: u64, u: f64) ->
             base + u * (hi - base)
         }
     };
-    d.clamp(0.0, cap) as u64
+    // Past 2^53 ns a double rounds the cap, up as well as down: capped again in integers.
+    (d.clamp(0.0, cap) as u64).min(policy.max_delay_ns)
 }
 
 /// Why a settled attempt is not retried. The codes are the binding's wire format.

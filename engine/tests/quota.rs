@@ -594,3 +594,40 @@ fn a_higher_call_takes_free_budget_while_lower_ones_wait_for_more() {
         Costed::Wait(_)
     ));
 }
+
+/// Usage settled far past the budget, as often as a buggy reader may report it (the binding
+/// passes at most 2^53 a settle): spent stops at the largest count, and a call is then judged,
+/// never a panic or an overflow that would wrap to room.
+#[test]
+fn usage_settled_past_any_count_is_judged_not_overflowed() {
+    let mut q = Quota::new(&opts(), T0);
+    take(&mut q, ms(0), &call(10));
+    let huge = [1i64 << 53; COSTS];
+    for _ in 0..2_100 {
+        q.adjust(ms(1), ms(0), &huge);
+    }
+    // A reading caps the tokens too: its count grows the same way.
+    let reading = Reading {
+        dims: vec![DimReading {
+            dim: Dimension::Tokens,
+            limit: Some(1_000),
+            remaining: Some(500),
+            reset_ns: Some(1_000 * NANOS_PER_MS),
+        }],
+        retry_after_ns: None,
+    };
+    q.observe(ms(2), &reading, false, ms(0), &call(10));
+    for _ in 0..2_100 {
+        q.adjust(ms(3), ms(2), &huge);
+    }
+    for head in [false, true] {
+        let r = q.check(ms(4), &call(10), u64::MAX, head);
+        assert!(
+            matches!(r, QuotaCheck::Wait(_) | QuotaCheck::Refuse),
+            "{r:?}"
+        );
+    }
+    q.enqueue(&call(10));
+    let r = q.check(ms(4), &call(10), 10 * NANOS_PER_MS, false);
+    assert_eq!(r, QuotaCheck::Refuse);
+}

@@ -213,6 +213,28 @@ fn back_from_a_fallback_the_share_holds_one_more_window() {
     );
 }
 
+/// A store that comes back and is lost again within a window (a flapping connection): the
+/// new fallback's shares hold for as long as the store stays lost, not only until the window
+/// after the rejoin ends.
+#[test]
+fn a_store_lost_again_soon_after_it_came_back_keeps_the_share() {
+    let mut q = shared();
+    q.fall_back(ms(0), &[25, 2_500], false);
+    q.rejoin(ms(1_000));
+    lease(&mut q, 100, 10_000, ms(1_200));
+    q.fall_back(ms(1_100), &[25, 2_500], false);
+    // Past the window after the rejoin (7 000 ms), still lost: a call past the share of 2 500
+    // tokens waits, it does not take the whole budget of 10 000.
+    assert!(matches!(
+        q.check(ms(7_500), &call(3_000), u64::MAX, false),
+        QuotaCheck::Wait(_)
+    ));
+    assert_eq!(
+        q.check(ms(7_500), &call(2_000), u64::MAX, false),
+        QuotaCheck::Take
+    );
+}
+
 #[test]
 fn a_store_that_lost_the_window_is_told_every_bucket_with_what_it_had_seen() {
     let mut q = shared();

@@ -81,6 +81,26 @@ fn backoff_is_finite_and_capped_after_thousands_of_attempts() {
     }
 }
 
+/// A cap a double cannot hold exactly (past 2^53 ns) rounds up on its way through f64: the
+/// delay is still at most the cap, to the nanosecond.
+#[test]
+fn backoff_never_passes_a_cap_a_double_rounds_up() {
+    let cap = 196_084_576_810_613_616u64;
+    assert!(cap as f64 as u64 > cap, "a cap that rounds up");
+    for jitter in [Jitter::Full, Jitter::Decorrelated] {
+        let p = RetryPolicy {
+            jitter,
+            base_ns: cap,
+            max_delay_ns: cap,
+            ..RetryPolicy::default()
+        };
+        for u in [1.0, 0.999_999_999, f64::INFINITY] {
+            let d = backoff_ns(&p, 3, cap, u);
+            assert!(d <= cap, "{jitter:?} u {u}: {d} past the cap {cap}");
+        }
+    }
+}
+
 #[test]
 fn decorrelated_jitter_grows_from_the_previous_delay() {
     let p = RetryPolicy {

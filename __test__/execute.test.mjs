@@ -50,14 +50,23 @@ for (const [name, fn, expected] of rows) {
 }
 
 test('verdict: our deadline passing → timeout (fn honours the signal)', async () => {
-  const rx = fixed()
-  const stop = keepAlive() // deadlines are unref'd timers: alone they do not keep the process alive
-  const err = await rx.execute(honoursSignal, { key: 'k', timeoutMs: 30 }).catch((e) => e)
-  stop()
-  assert.ok(isTimeoutError(err))
-  await sleep(5)
-  assert.equal(verdicts(rx, 'k').timeout, 1)
-  assert.equal(verdicts(rx, 'k').failure, 0)
+  // A deadline timer that fires late on a busy machine is a stall of this process, not of the
+  // upstream: that settle is `cancelled`, no observation. Such a run is tried again, fresh.
+  for (let run = 1; ; run++) {
+    const rx = fixed()
+    const stop = keepAlive() // deadlines are unref'd timers: alone they do not keep the process alive
+    const err = await rx.execute(honoursSignal, { key: 'k', timeoutMs: 30 }).catch((e) => e)
+    stop()
+    assert.ok(isTimeoutError(err))
+    await sleep(5)
+    const v = verdicts(rx, 'k')
+    assert.equal(v.failure, 0)
+    assert.equal(v.timeout + v.cancelled, 1)
+    if (v.timeout === 1 || run === 5) {
+      assert.equal(v.timeout, 1, 'five runs in a row were each stalled')
+      break
+    }
+  }
 })
 
 test('verdict: refused by our own policy → rejected, no observation', async () => {

@@ -268,7 +268,7 @@ unsafe extern "C" fn acquire_cb(
     }
 }
 
-/// `acquireToCell(handle)`: `acquire`, its answer written to the clock cell's element 11 and
+/// `acquireToCell(handle)`: `acquire`, its answer written to the clock cell's `answer` slot and
 /// nothing returned. A permit is a 52-bit number (ADR 0002), above V8's small integers, so
 /// returning it allocates a heap number through V8's C++ factory: ≈ 7 ns of an acquire+settle
 /// pair, more than the JS read of the cell and JS's own allocation of the number (ADR 1218).

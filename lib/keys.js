@@ -2,7 +2,7 @@
 // Per-key state on the JS side: the native handle, the ends of the waiter list (lib/queue.js)
 // and the once-per-key warnings; what a key may be.
 
-const { describe } = require('./options')
+const { describe } = require('./describe')
 
 class KeyState {
   constructor(name, handle) {

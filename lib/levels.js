@@ -3,7 +3,7 @@
 // level the key's queue orders it by. A call that names neither never comes here.
 
 const { native, PRIORITIES, RANKS, LEVEL_SPAN, STALE_HANDLE } = require('./native')
-const { describe } = require('./options')
+const { describe } = require('./describe')
 const { didYouMean } = require('./suggest')
 
 const LEVELS = PRIORITIES.length * RANKS

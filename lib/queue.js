@@ -1,70 +1,11 @@
 'use strict'
-// The waiters of a key: calls waiting for a permit, the highest level first and in arrival
-// order within a level (ADR 1001). An intrusive list through the calls (O(1) removal, no
-// allocation) whose head is always the next to admit; its ends live on the KeyState
-// (lib/keys.js). A key whose calls all name no priority keeps one FIFO (`ks.tails` null);
-// the first call that names one adds the last waiter of each level, so that a call is
-// inserted behind its level's last. The engine keeps the counts by level that admission
-// decisions use; every exit from this list tells the engine (admitQueued or leaveQueue), so
-// the two never drift apart.
+// The waiters of a key for a permit, in the key's line (lib/line.js, ADR 1001). The engine
+// keeps the counts by level that admission decisions use; every exit from this line tells the
+// engine (admitQueued or leaveQueue), so the two never drift apart.
 
-const { native, KEEP_WAITING, STALE_HANDLE, DEFAULT_LEVEL, QUOTA_WAIT, QUEUED } = require('./native')
-const { LEVELS } = require('./levels')
+const { native, KEEP_WAITING, STALE_HANDLE, QUOTA_WAIT, QUEUED } = require('./native')
+const { levelOf, insert: enqueue, unlink: unqueue } = require('./line')
 const quota = require('./quota')
-
-/** A waiter's level: its priority class and tenant rank (lib/levels.js). */
-function levelOf(call) {
-  return call._prio === null ? DEFAULT_LEVEL : call._prio.level
-}
-
-function enqueue(ks, call) {
-  const level = levelOf(call)
-  if (ks.tails === null) {
-    if (call._prio === null) return append(ks, call)
-    ks.tails = new Array(LEVELS).fill(null)
-    ks.tails[DEFAULT_LEVEL] = ks.tail
-  }
-  // Behind the last waiter at this level or, if none, at the nearest level above it.
-  let after = null
-  for (let l = level; l < LEVELS && after === null; l++) after = ks.tails[l]
-  ks.tails[level] = call
-  if (after === null) {
-    call._qprev = null
-    call._qnext = ks.head
-    if (ks.head !== null) ks.head._qprev = call
-    else ks.tail = call
-    ks.head = call
-    return
-  }
-  if (after === ks.tail) return append(ks, call)
-  call._qprev = after
-  call._qnext = after._qnext
-  after._qnext._qprev = call
-  after._qnext = call
-}
-
-function append(ks, call) {
-  call._qprev = ks.tail
-  call._qnext = null
-  if (ks.tail !== null) ks.tail._qnext = call
-  else ks.head = call
-  ks.tail = call
-}
-
-function unqueue(ks, call) {
-  const prev = call._qprev
-  const next = call._qnext
-  if (ks.tails !== null) {
-    const level = levelOf(call)
-    if (ks.tails[level] === call) ks.tails[level] = prev !== null && levelOf(prev) === level ? prev : null
-  }
-  if (prev !== null) prev._qnext = next
-  else ks.head = next
-  if (next !== null) next._qprev = prev
-  else ks.tail = prev
-  call._qprev = null
-  call._qnext = null
-}
 
 /**
  * The next waiter, taken out of the list with the engine's answer in `_permit`: a permit (≥ 0)
@@ -136,4 +77,4 @@ function leaveEngine(call) {
   else native.leaveQueueAt(call._ks.handle, call._prio.level)
 }
 
-module.exports = { enqueue, admitNext, lateWaiters, leave, leaveEngine, levelOf, insert: enqueue, unlink: unqueue }
+module.exports = { enqueue, admitNext, lateWaiters, leave, leaveEngine }

@@ -6,9 +6,10 @@
 // comes here.
 
 const { native, clockCell, QUEUED, STALE_HANDLE, REGISTRY_FULL, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, QUOTA_MAX_COOLDOWN_MS, REJECTED_BASE, REASONS } = require('./native')
-const { describe } = require('./options')
+const { describe } = require('./describe')
 const { didYouMean } = require('./suggest')
 const { delayMs } = require('./timers')
+const { insert, unlink, levelOf } = require('./line')
 
 /** Distinct costs a quota may name; budgets (a cost over a window) it may hold. */
 const MAX_COSTS = 4
@@ -327,7 +328,7 @@ function observeHeaders(ks, cost, status, headers) {
 
 // ---- calls waiting for budget --------------------------------------------------------------
 
-/** The key's calls waiting for budget: a list by level (lib/queue.js's), and one timer. */
+/** The key's calls waiting for budget: a line by level (lib/line.js), and one timer. */
 class Line {
   constructor() {
     this.head = null
@@ -346,16 +347,11 @@ class Line {
  */
 const hooks = { admitted: null, refused: null, overdue: null }
 
-let queueFns = null
-function lists() {
-  return (queueFns ??= require('./queue'))
-}
-
 /** A call told QUOTA_WAIT waits for budget; it asks again at the time the engine named. */
 function enqueue(call) {
   const ks = call._ks
   const line = (ks.line ??= new Line())
-  lists().insert(line, call)
+  insert(line, call)
   arm(ks, line.head === call ? clockCell[2] : line.at)
   if (ks.fleet !== null) ks.fleet.want()
 }
@@ -365,7 +361,7 @@ function leave(call) {
   const ks = call._ks
   const line = ks.line
   const wasHead = line.head === call
-  lists().unlink(line, call)
+  unlink(line, call)
   call._permit = -1
   if (ks.handle >= 0) native.quotaLeave(ks.handle, levelOf(call), call._cost.c0, call._cost.c1, call._cost.c2, call._cost.c3)
   if (line.head === null) disarm(line)
@@ -436,18 +432,13 @@ function pumpLine(ks, line) {
       if (ks.fleet !== null) ks.fleet.want()
       return
     }
-    lists().unlink(line, call)
+    unlink(line, call)
     // A key with waiters is never evicted; a stale handle would be a closed instance's.
     const code = p === STALE_HANDLE ? REGISTRY_FULL : p
     call._permit = code
     if (code >= 0 || code === QUEUED) hooks.admitted(call, code)
     else hooks.refused(call, code)
   }
-}
-
-/** A waiter's level: the limiter queue's rule (lib/queue.js), the same in both lines. */
-function levelOf(call) {
-  return lists().levelOf(call)
 }
 
 module.exports = {

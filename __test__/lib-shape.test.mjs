@@ -1,0 +1,73 @@
+// The JS layer's shape: no file of lib/ requires, at load or late, a file that requires it
+// back (ADR 1200). A cycle is held together by lazy require()s whose order of loading decides
+// what each file sees.
+import assert from 'node:assert/strict'
+import { readFileSync, readdirSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const lib = join(root, 'lib')
+
+function filesUnder(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesUnder(join(dir, e.name)) : e.name.endsWith('.js') ? [join(dir, e.name)] : [],
+  )
+}
+
+/** Each file of lib/ → the files of lib/ it names in a require(), wherever the call is. */
+function requireGraph() {
+  const graph = new Map()
+  for (const file of filesUnder(lib)) {
+    const src = readFileSync(file, 'utf8')
+    const deps = []
+    for (const m of src.matchAll(/require\(\s*'(\.{1,2}\/[^']+)'\s*\)/g)) {
+      let target = resolve(dirname(file), m[1])
+      if (!target.endsWith('.js')) target += '.js'
+      if (target.startsWith(lib + '/')) deps.push(target)
+    }
+    graph.set(file, deps)
+  }
+  return graph
+}
+
+function findCycle(graph) {
+  const state = new Map()
+  const path = []
+  function visit(f) {
+    state.set(f, 'open')
+    path.push(f)
+    for (const d of graph.get(f) ?? []) {
+      if (state.get(d) === 'open') return path.slice(path.indexOf(d)).concat(d)
+      if (!state.has(d)) {
+        const c = visit(d)
+        if (c) return c
+      }
+    }
+    path.pop()
+    state.set(f, 'done')
+    return null
+  }
+  for (const f of graph.keys()) {
+    if (!state.has(f)) {
+      const c = visit(f)
+      if (c) return c
+    }
+  }
+  return null
+}
+
+test('no file of lib/ requires a file that requires it back', () => {
+  const graph = requireGraph()
+  assert.ok(graph.size > 20, `read ${graph.size} files of lib/`)
+  const cycle = findCycle(graph)
+  assert.equal(cycle, null, cycle && `require cycle: ${cycle.map((f) => relative(root, f)).join(' → ')}`)
+})
+
+test('the cycle finder sees a cycle when there is one', () => {
+  const a = '/x/a.js'
+  const b = '/x/b.js'
+  assert.deepEqual(findCycle(new Map([[a, [b]], [b, [a]]])), [a, b, a])
+  assert.equal(findCycle(new Map([[a, [b]], [b, []]])), null)
+})

@@ -71,3 +71,24 @@ test('the cycle finder sees a cycle when there is one', () => {
   assert.deepEqual(findCycle(new Map([[a, [b]], [b, [a]]])), [a, b, a])
   assert.equal(findCycle(new Map([[a, [b]], [b, []]])), null)
 })
+
+const ORDER = ['retry', 'breaker', 'quota', 'throttle', 'limiter', 'bulkhead', 'timeout']
+
+/** Every "retry → … → timeout" of `text`, as the list of policies it names. */
+function ordersIn(text) {
+  const flat = text.replace(/\s*\n\s*(?:\*|\/\/)?\s*/g, ' ')
+  return [...flat.matchAll(/retry → (?:[^→\n]+ → )+?timeout/g)].map((m) =>
+    m[0].split(' → ').map((s) => s.replace(/[*`]/g, '').replace(/\s*\(\+ queue\)|\s+and queue/, '').trim()),
+  )
+}
+
+test('every place that writes the policy order writes the same one, quota included', () => {
+  let seen = 0
+  for (const file of ['README.md', 'index.js', 'index.d.ts', 'lib/retry.js', 'docs/design.md']) {
+    for (const order of ordersIn(readFileSync(join(root, file), 'utf8'))) {
+      seen++
+      assert.deepEqual(order, ORDER, `${file} writes ${order.join(' → ')}`)
+    }
+  }
+  assert.ok(seen >= 6, `found ${seen} orders`)
+})

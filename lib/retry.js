@@ -1,6 +1,6 @@
 'use strict'
 // A retrying call (ADR 0900). Retry is the outermost policy: each attempt goes through
-// breaker → throttle → limiter → bulkhead → timeout like any call, with its own permit, and its verdict
+// breaker → quota → throttle → limiter → bulkhead → timeout like any call, with its own permit, and its verdict
 // and latency are a normal sample. The engine decides whether a settled attempt is retried and
 // after how long (retryDecide: verdict, attempts, breaker, deadline, budget); this loop waits,
 // reads Retry-After, keeps the one deadline, the caller's signal and close(), and answers with
@@ -10,11 +10,14 @@ const { native, clockCell, QUEUED, QUOTA_WAIT, RETRY_REFUSED_BASE, RETRY_REFUSAL
 const { rejection } = require('./quota')
 const V = require('./verdicts')
 const { TimeoutError } = require('./errors')
-const { Call, GuardedCall, runGuarded, wait, runFn, finish, verdictOfValue, verdictOfError, guardAttempt, retryHooks, RUNNING } = require('./call')
+const { Call, GuardedCall, RUNNING } = require('./call-record')
+const { runFn, verdictOfValue, verdictOfError } = require('./run-fn')
+const { runGuarded, wait, finish, guardAttempt, retryHooks } = require('./call')
 const { retryAfterOf } = require('./retry-after')
 const diag = require('./diagnostics')
 const { closedError } = require('./lifetime')
 const { delayMs } = require('./timers')
+const { acquire } = require('./acquire')
 
 const RETRY_AFTER_REFUSED = RETRY_REFUSED_BASE - RETRY_REFUSALS.indexOf('retry-after')
 // The throttle refused the retry before its wait (ADR 1004): told as a 'throttle' refusal.
@@ -194,7 +197,7 @@ function afterBackoff(b) {
     const budget = attemptBudget(r.policy, left)
     // The throttle decided this retry before its wait: not drawn again (ADR 1004).
     native.throttlePass(ks.handle)
-    p = cost === null ? rx._acquire(ks, budget, r.prio) : rx._acquireCosting(ks, budget, r.prio, cost)
+    p = acquire(rx, ks, budget, r.prio, cost)
   } catch (err) {
     return fail(r, err)
   }

@@ -7,7 +7,7 @@ const { native, mapNativeError } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = require('./lib/errors')
 const { normalize } = require('./lib/options')
 const { settle, giveUp, callerAborted } = require('./lib/call')
-const { closeLine } = require('./lib/quota')
+const { closeLine } = require('./lib/line')
 const { attemptsOf, Backoff } = require('./lib/retry')
 const { admit } = require('./lib/admit')
 const { Emitter } = require('./lib/events')
@@ -57,7 +57,7 @@ class Resilix {
    * RejectedError / TimeoutError / the caller signal's reason.
    */
   execute(fn, opts) {
-    return this._admit(fn, 'default', opts, true)
+    return admit(this, fn, 'default', opts, true, 0)
   }
 
   /**
@@ -73,7 +73,7 @@ class Resilix {
         return Promise.reject(err)
       }
     }
-    return this._admit(null, key, opts, false)
+    return admit(this, null, key, opts, false, 0)
   }
 
   /**

@@ -92,3 +92,30 @@ test('every place that writes the policy order writes the same one, quota includ
   }
   assert.ok(seen >= 6, `found ${seen} orders`)
 })
+
+/** `name.prop… = value` lines of `src` where `name` is bound by a require(): a stage set from outside. */
+function writesIntoRequired(src) {
+  const bound = new Set()
+  for (const m of src.matchAll(/(?:const|let|var)\s+(\w+|\{[^}]*\})\s*=\s*require\(/g)) {
+    for (const part of m[1].replace(/[{}]/g, '').split(',')) {
+      const name = part.split(':').pop().trim()
+      if (name !== '') bound.add(name)
+    }
+  }
+  const found = []
+  for (const m of src.matchAll(/^\s*(\w+)((?:\.\w+)+)\s*=(?!=)/gm)) if (bound.has(m[1])) found.push(m[1] + m[2])
+  return found
+}
+
+test('no file of lib/ sets functions into a module it requires (hook objects reaching back)', () => {
+  const found = []
+  for (const file of filesUnder(lib)) {
+    for (const w of writesIntoRequired(readFileSync(file, 'utf8'))) found.push(`${relative(root, file)}: ${w}`)
+  }
+  assert.deepEqual(found, [])
+})
+
+test('the hook finder sees one', () => {
+  assert.deepEqual(writesIntoRequired("const quota = require('./quota')\nquota.hooks.admitted = (c) => c\n"), ['quota.hooks.admitted'])
+  assert.deepEqual(writesIntoRequired("const { retryHooks, x } = require('./call')\nretryHooks.refused = refused\nconst y = { a: 1 }\ny.a = 2\n"), ['retryHooks.refused'])
+})

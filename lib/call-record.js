@@ -108,7 +108,7 @@ class GuardedCall extends Call {
     this._sentry = null
     this._sprev = null
     this._snext = null
-    // queue links (lib/queue.js), and the priority and tenant that order them (lib/levels.js)
+    // queue links (lib/line.js), and the priority and tenant that order them (lib/levels.js)
     this._qprev = null
     this._qnext = null
     this._prio = null

@@ -1,18 +1,18 @@
 'use strict'
 // A call's life after admission (ADR 1200): the timeout and signal guard, the wait in its key's
-// line (lib/queue.js, lib/quota.js), the run, then the settle with the engine that wakes the
+// line (lib/line.js), the run, then the settle with the engine that wakes the
 // waiters; the caller is answered by fn, its deadline or its signal, whichever comes first. The
 // call's record is lib/call-record.js. Plain functions, not methods: each call site calls one
 // known function, whichever class the call is.
 
 const { AsyncResource } = require('node:async_hooks')
-const { native, clockCell, QUOTA_WAIT } = require('./native')
+const { native, clockCell, QUEUED } = require('./native')
 const { TimeoutError } = require('./errors')
 const V = require('./verdicts')
 const { WAITING, RUNNING, DONE } = require('./call-record')
 const { runFn, runningOn, verdictOfValue, verdictOfError } = require('./run-fn')
 const { Deadlines } = require('./deadlines')
-const { enqueue, admitNext, lateWaiters, leave, leaveEngine } = require('./queue')
+const { enter, enqueue, admitNext, budgetNext, lateWaiters, leave, leaveEngine } = require('./line')
 const { Permit } = require('./permit')
 const { stuckAfterMs, warnSelfWait } = require('./lifetime')
 const diag = require('./diagnostics')
@@ -90,11 +90,7 @@ function linkSignal(call, running) {
     if (running) {
       settle(call._rx, call._ks, call._permit, V.CANCELLED)
       if (call._timing !== null) diag.settled(call._rx, call.key, V.CANCELLED, call._timing, false)
-    } else if (call._permit === QUOTA_WAIT) quota.leaveEngine(call)
-    else {
-      leaveEngine(call)
-      if (call._cost !== null) quota.refund(call._ks, call._cost)
-    }
+    } else leaveEngine(call)
     return err
   }
   return undefined
@@ -107,8 +103,7 @@ function launch(call, running) {
   else {
     // Keep the caller's async context for when fn runs later (p-limit #71).
     call._asyncResource = new AsyncResource('resilix.queued')
-    if (call._permit === QUOTA_WAIT) quota.enqueue(call)
-    else enqueue(call._ks, call)
+    enter(call, wakeBudget)
   }
 }
 
@@ -183,7 +178,7 @@ function fnDone(call, ok, x) {
   }
   settle(call._rx, call._ks, call._permit, V.settleCode(verdict, x))
   if (call._timing !== null) diag.settled(call._rx, call.key, verdict, call._timing, false)
-  if (retrying) retryHooks.attemptEnded(call, ok, x, verdict)
+  if (retrying) call.attemptEnded(ok, x, verdict)
 }
 
 // ---- settling and waking ----------------------------------------------------------------------
@@ -231,6 +226,33 @@ function wake(rx, ks) {
   }
 }
 
+/**
+ * The key's budget line asks again (its timer, or budget came back): as wake(), the head first,
+ * while the engine lets them through; one let through to the limiter's queue waits there.
+ */
+function wakeBudget(ks) {
+  const line = ks.line
+  line.timer = null
+  line.at = Infinity
+  line.pumping = true
+  try {
+    let call
+    while ((call = line.head) !== null && ks.handle >= 0) {
+      // A deadline that passed during a stall: the call leaves, it is never let through (ADR 1108).
+      if (deadlines.overdue(call)) continue
+      if ((call = budgetNext(ks)) === null) break
+      const p = call._permit
+      if (p >= 0) startWaiter(call)
+      else if (p === QUEUED) {
+        call._permit = -1
+        enqueue(ks, call)
+      } else refuseWaiter(call, quota.rejection(call._rx, p, ks, call._prio, call._cost, call._attempt))
+    }
+  } finally {
+    line.pumping = false
+  }
+}
+
 /** A waiter got its permit: its fn runs in the caller's async context. */
 function startWaiter(call) {
   call._state = RUNNING
@@ -249,20 +271,8 @@ function refuseWaiter(call, err) {
   // A first attempt (its RetryState when it has attemptTimeoutMs) has none: it gets `err`.
   if (call._retry !== null && call._attempt > 0) {
     call._answered = true
-    retryHooks.refused(call)
+    call.retryRefused()
   } else answer(call, err)
-}
-
-// A waiter for budget (lib/quota.js) was let through: it runs, or waits for a slot.
-quota.hooks.admitted = (call, p) => {
-  if (p >= 0) startWaiter(call)
-  else {
-    call._permit = -1
-    enqueue(call._ks, call)
-  }
-}
-quota.hooks.refused = (call, p) => {
-  refuseWaiter(call, quota.rejection(call._rx, p, call._ks, call._prio, call._cost, call._attempt))
 }
 
 // ---- ending early: deadline, caller abort, close -----------------------------------------------
@@ -277,7 +287,7 @@ function answer(call, err) {
   if (call._answered) return
   call._answered = true
   // A retry's attempt ends its call: the attempts are recorded (lib/retry.js attemptsOf).
-  if (call._retry !== null && !call._retry.first) retryHooks.record(err, call._retry.attempts + 1)
+  if (call._retry !== null && !call._retry.first) call.answeredWith(err)
   call._reject(err)
 }
 
@@ -314,7 +324,7 @@ function expire(call, now) {
   else answer(call, err)
   deadlines.add(call, stuckAfterMs(call), now, false)
   if (call._controller !== null) call._controller.abort(err)
-  if (retrying) retryHooks.attemptEnded(call, false, err, V.TIMEOUT)
+  if (retrying) call.attemptEnded(false, err, V.TIMEOUT)
 }
 
 /** The deadline a TimeoutError names: the call's timeoutMs, for a retry's attempt too. */
@@ -349,13 +359,9 @@ function releaseStuck(call) {
 /** The thread's deadlines, shared by every instance. */
 const deadlines = new Deadlines(expire)
 
-quota.hooks.overdue = (call) => deadlines.overdue(call)
-
-/** What a retrying call's attempts report to (lib/retry.js sets them: it requires this module). */
-const retryHooks = { attemptEnded: null, refused: null, record: null }
 
 module.exports = {
   runPlain, runGuarded, wait, settle, giveUp, callerAborted,
   // a retrying call's attempts (lib/retry.js)
-  finish, guardAttempt, retryHooks,
+  finish, guardAttempt,
 }

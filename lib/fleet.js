@@ -9,7 +9,7 @@ const { native, QUOTA_RING } = require('./native')
 const { processId } = require('./store/redis')
 const { delayMs } = require('./timers')
 const { checkLease } = require('./store/reply')
-const { soon } = require('./quota')
+const { soon } = require('./line')
 
 const MODES = ['leased', 'fallback', 'refusing']
 /** How often a process whose store is down tries it again: once a second. */

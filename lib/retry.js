@@ -12,7 +12,7 @@ const V = require('./verdicts')
 const { TimeoutError } = require('./errors')
 const { Call, GuardedCall, RUNNING } = require('./call-record')
 const { runFn, verdictOfValue, verdictOfError } = require('./run-fn')
-const { runGuarded, wait, finish, guardAttempt, retryHooks } = require('./call')
+const { runGuarded, wait, finish, guardAttempt } = require('./call')
 const { retryAfterOf } = require('./retry-after')
 const diag = require('./diagnostics')
 const { closedError } = require('./lifetime')
@@ -52,7 +52,7 @@ function startRetrying(rx, ks, fn, policy, timeoutMs, signal, p, prio = null, co
   }
   if (p < 0 && p !== QUEUED && p !== QUOTA_WAIT) return Promise.reject(rx._events.rejected(p, ks.name, ks, prio)) // never retried
   if (policy.attemptTimeoutMs === undefined) {
-    const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
+    const call = new RetryingCall(rx, ks, fn, timeoutMs, signal)
     call._retry = policy
     call._prio = prio
     call._cost = cost
@@ -130,7 +130,28 @@ class RetryState {
   }
 }
 
-/** lib/call.js: an attempt of a retrying call ended without being answered. */
+/**
+ * An attempt of a retrying call: the record of any guarded call (lib/call-record.js) that also
+ * tells this stage how it ended. `_retry` is the policy for a first attempt, else the RetryState.
+ */
+class RetryingCall extends GuardedCall {
+  /** It ended without being answered: retry it, or end the call (lib/call.js). */
+  attemptEnded(ok, x, verdict) {
+    attemptEnded(this, ok, x, verdict)
+  }
+
+  /** A retry that waited was refused by our own policies: the attempt before is the answer. */
+  retryRefused() {
+    refused(this)
+  }
+
+  /** A retry's attempt ends its call with `err`: the attempts are recorded (attemptsOf). */
+  answeredWith(err) {
+    record(err, this._retry.attempts + 1)
+  }
+}
+
+/** An attempt of a retrying call ended without being answered. */
 function attemptEnded(call, ok, x, verdict) {
   let r = call._retry
   if (r.first) {
@@ -145,7 +166,7 @@ function attemptEnded(call, ok, x, verdict) {
   next(r, ok, x, verdict)
 }
 
-/** lib/call.js: a retry that waited in the queue was refused: the attempt before is the answer. */
+/** A retry that waited in the queue was refused: the attempt before is the answer. */
 function refused(call) {
   const r = call._retry
   end(r, r.lastOk, r.last)
@@ -218,7 +239,7 @@ function launch(r, p, left, cost = r.cost) {
     ms = own
     r.bounded = false
   }
-  const call = new GuardedCall(r.rx, r.ks, r.fn, ms, r.signal)
+  const call = new RetryingCall(r.rx, r.ks, r.fn, ms, r.signal)
   call._retry = r
   if (r.attempts > 0) call._attempt = r.attempts + 1 // a retry, not the first attempt
   call._prio = r.prio
@@ -307,8 +328,5 @@ class Backoff {
   }
 }
 
-retryHooks.attemptEnded = attemptEnded
-retryHooks.refused = refused
-retryHooks.record = record
 
 module.exports = { startRetrying, attemptsOf, attemptBudget, Backoff, decide, retryAfterError, RETRY_AFTER_REFUSED, THROTTLE_REFUSED, REJECTED_THROTTLE }

@@ -59,6 +59,10 @@ function admit(rx, fn, key, opts, execute, attempt) {
   }
   // A listener (evict, limit, breaker) may have closed this instance meanwhile.
   if (rx._closed) return Promise.reject(closedError('a call'))
+  // The plain call, as enter() would run it, without its checks: the fast path (ADR 1200).
+  if (p >= 0 && fn !== null && cost === null && retry === null && prio === null && timeoutMs === undefined && signal === undefined && !diagnosed()) {
+    return runPlain(new Call(rx, ks, fn, undefined, undefined), p)
+  }
   return enter(rx, ks, fn, timeoutMs, signal, retry, prio, cost, p, attempt)
 }
 

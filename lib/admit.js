@@ -7,7 +7,8 @@
 
 const { QUEUED, QUOTA_WAIT, REGISTRY_FULL } = require('./native')
 const { Call, GuardedCall, QuotaCall } = require('./call-record')
-const { runPlain, runGuarded, wait } = require('./call')
+const { runPlain } = require('./run-plain')
+const { runGuarded, wait } = require('./guard')
 const { Cost, costOption, rejection } = require('./quota')
 const { startRetrying, attemptBudget } = require('./retry')
 const { Permit } = require('./permit')

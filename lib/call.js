@@ -1,121 +1,24 @@
 'use strict'
-// A call's life after admission (ADR 1200): the timeout and signal guard, the wait in its key's
-// line (lib/line.js), the run, then the settle with the engine that wakes the
-// waiters; the caller is answered by fn, its deadline or its signal, whichever comes first. The
-// call's record is lib/call-record.js. Plain functions, not methods: each call site calls one
-// known function, whichever class the call is.
+// A call's run and settle (ADR 1200): fn runs, the call settles with the engine and the settle
+// wakes the key's waiters (lib/line.js); a deadline that passes ends the call. The record is
+// lib/call-record.js, the guard lib/guard.js, a plain call's run lib/run-plain.js. Plain
+// functions, not methods: each call site calls one known function, whichever class the call is.
 
-const { AsyncResource } = require('node:async_hooks')
-const { native, clockCell, QUEUED } = require('./native')
+const { native, QUEUED } = require('./native')
 const { TimeoutError } = require('./errors')
 const V = require('./verdicts')
 const { WAITING, RUNNING, DONE } = require('./call-record')
-const { runFn, runningOn, verdictOfValue, verdictOfError } = require('./run-fn')
+const { runFn, verdictOfValue, verdictOfError } = require('./run-fn')
 const { Deadlines } = require('./deadlines')
-const { enter, enqueue, admitNext, budgetNext, lateWaiters, leave, leaveEngine } = require('./line')
+const { enqueue, admitNext, budgetNext, lateWaiters, leave } = require('./line')
 const { Permit } = require('./permit')
-const { stuckAfterMs, warnSelfWait } = require('./lifetime')
+const { stuckAfterMs } = require('./lifetime')
 const diag = require('./diagnostics')
 const quota = require('./quota')
 
 // ---- running ----------------------------------------------------------------------------------
 
-/** A call with no deadline, no caller signal and no wait: fn's own promise, awaited. */
-async function runPlain(call, permit) {
-  call._permit = permit
-  call._state = RUNNING
-  let v
-  try {
-    v = await runFn(call)
-  } catch (err) {
-    if (call._cost !== undefined && call._rx._quota.pace) quota.observe(call, err)
-    finish(call, verdictOfError(call, err), err)
-    // As on the guarded path (fnDone): a classify that throws rejects with its own error.
-    if (call._classifyError !== undefined) throw call._classifyError
-    throw err
-  }
-  if (call._cost !== undefined && call._rx._quota.pace) quota.observe(call, v)
-  finish(call, verdictOfValue(call, v), v)
-  if (call._classifyError !== undefined) throw call._classifyError
-  return v
-}
-
-/** A call with a deadline or a caller signal, holding `permit`: our own promise. */
-function runGuarded(call, permit) {
-  call._permit = permit
-  call._state = RUNNING
-  return guard(call, true)
-}
-
-/** A call that waits in its key's FIFO; a fn running on that key warns once (self-wait). */
-function wait(call) {
-  if (runningOn(call._ks)) warnSelfWait(call._ks)
-  return guard(call, false)
-}
-
-/** Links the caller's signal and the deadline, then starts the call or queues it. */
-function guard(call, running) {
-  if (call._callerSignal !== undefined) {
-    const err = linkSignal(call, running)
-    if (err !== undefined) return Promise.reject(err)
-  }
-  capturing = call
-  const promise = new Promise(capture)
-  launch(call, running)
-  return promise
-}
-
-/**
- * A retry's attempt (lib/retry.js): as guard(), answering through the resolvers the call
- * already holds (its caller's) rather than a promise of its own.
- */
-function guardAttempt(call, running) {
-  if (call._callerSignal !== undefined) {
-    const err = linkSignal(call, running)
-    if (err !== undefined) {
-      call._answered = true
-      call._reject(err)
-      return
-    }
-  }
-  launch(call, running)
-}
-
-/** Links the caller's signal; its addEventListener's error, after which the call never starts. */
-function linkSignal(call, running) {
-  try {
-    call._rx._signals.add(call, call._callerSignal)
-  } catch (err) {
-    call._state = DONE
-    if (running) {
-      settle(call._rx, call._ks, call._permit, V.CANCELLED)
-      if (call._timing !== null) diag.settled(call._rx, call.key, V.CANCELLED, call._timing, false)
-    } else leaveEngine(call)
-    return err
-  }
-  return undefined
-}
-
-function launch(call, running) {
-  // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
-  if (call._timeoutMs !== undefined) deadlines.add(call, call._timeoutMs, clockCell[0], true)
-  if (running) start(call)
-  else {
-    // Keep the caller's async context for when fn runs later (p-limit #71).
-    call._asyncResource = new AsyncResource('resilix.queued')
-    enter(call, wakeBudget)
-  }
-}
-
-// The call whose promise is being created: `new Promise(capture)` stores the resolvers on it
-// without allocating an executor closure per call (the executor runs synchronously).
-let capturing = null
-function capture(resolve, reject) {
-  capturing._resolve = resolve
-  capturing._reject = reject
-  capturing = null
-}
-
+/** A call holding its permit starts: fn runs (or acquire() gets its Permit). */
 function start(call) {
   if (call._fn === null) {
     // acquire(): hand over a permit; its holder settles it.
@@ -182,12 +85,6 @@ function fnDone(call, ok, x) {
 }
 
 // ---- settling and waking ----------------------------------------------------------------------
-
-/** Settles a call that ended with `verdict` (`x`: its value or error). */
-function finish(call, verdict, x) {
-  call._state = DONE
-  settle(call._rx, call._ks, call._permit, V.settleCode(verdict, x))
-}
 
 /** Settles a permit with the engine. */
 function settle(rx, ks, permit, verdict) {
@@ -333,20 +230,6 @@ function reportedMs(call) {
   return r === null || r.first || !r.bounded ? call._timeoutMs : r.timeoutMs
 }
 
-/** The caller's signal aborted (lib/signals.js unlinked the call). */
-function callerAborted(call, reason) {
-  if (call._state === WAITING) {
-    giveUp(call, reason)
-    return
-  }
-  if (call._state !== RUNNING) return
-  call._cancelled = true
-  if (call._dlist !== null) deadlines.remove(call)
-  answer(call, reason)
-  deadlines.add(call, stuckAfterMs(call), native.nowMs(), false)
-  if (call._controller !== null) call._controller.abort(reason)
-}
-
 /** Its caller answered long ago, fn still unsettled: free the slot (ADR 0602). */
 function releaseStuck(call) {
   call._state = DONE
@@ -359,9 +242,8 @@ function releaseStuck(call) {
 /** The thread's deadlines, shared by every instance. */
 const deadlines = new Deadlines(expire)
 
-
 module.exports = {
-  runPlain, runGuarded, wait, settle, giveUp, callerAborted,
-  // a retrying call's attempts (lib/retry.js)
-  finish, guardAttempt,
+  start, settle, giveUp, answer, deadlines,
+  // the budget line's timer (lib/line.js, through lib/guard.js)
+  wakeBudget,
 }

@@ -119,3 +119,10 @@ test('the hook finder sees one', () => {
   assert.deepEqual(writesIntoRequired("const quota = require('./quota')\nquota.hooks.admitted = (c) => c\n"), ['quota.hooks.admitted'])
   assert.deepEqual(writesIntoRequired("const { retryHooks, x } = require('./call')\nretryHooks.refused = refused\nconst y = { a: 1 }\ny.a = 2\n"), ['retryHooks.refused'])
 })
+
+test('index.js and lib/call.js stay under 250 lines: a policy adds its own files, not lines to the hub', () => {
+  for (const file of ['index.js', 'lib/call.js']) {
+    const lines = readFileSync(join(root, file), 'utf8').split('\n').length - 1
+    assert.ok(lines < 250, `${file} has ${lines} lines`)
+  }
+})

@@ -3,7 +3,8 @@
 // or a signal may be a Proxy or carry throwing getters, and bad input must reject, never throw
 // synchronously. Results go into one reused object, so reading allocates nothing.
 
-const { timeoutOption, describe, unknownExecuteOption, unknownAcquireOption } = require('./options')
+const { timeoutOption, describe } = require('./describe')
+const { unknownExecuteOption, unknownAcquireOption } = require('./options')
 const { checkSignal } = require('./signals')
 const { didYouMean } = require('./suggest')
 const { callRetry } = require('./retry-options')

@@ -1,257 +1,24 @@
 'use strict'
-// One call and its lifecycle. A call is the context handed to fn ({ key, signal, mark() }) and
-// the bookkeeping that the policies need, in one object so that a call allocates as little as
-// possible; fields with a leading underscore are internal. Lifecycle: admitted (index.js), maybe
-// waiting in its key's FIFO (lib/queue.js), running, then settled with the engine; the caller is
-// answered by fn, its deadline or its signal, whichever comes first. Plain functions, not
-// methods: each call site calls one known function, whichever class the call is.
+// A call's run and settle (ADR 1200): fn runs, the call settles with the engine and the settle
+// wakes the key's waiters (lib/line.js); a deadline that passes ends the call. The record is
+// lib/call-record.js, the guard lib/guard.js, a plain call's run lib/run-plain.js. Plain
+// functions, not methods: each call site calls one known function, whichever class the call is.
 
-const { AsyncResource } = require('node:async_hooks')
-const { native, clockCell, CELL, QUOTA_WAIT } = require('./native')
-/** The clock cell's element holding the latest acquire's time: a constant read once (ADR 1210). */
-const NOW = CELL.now
+const { native, QUEUED } = require('./native')
 const { TimeoutError } = require('./errors')
 const V = require('./verdicts')
-const { custom } = require('./classify')
-const { reasonOf } = require('./signals')
+const { WAITING, RUNNING, DONE } = require('./call-record')
+const { runFn, verdictOfValue, verdictOfError } = require('./run-fn')
 const { Deadlines } = require('./deadlines')
-const { enqueue, admitNext, lateWaiters, leave, leaveEngine } = require('./queue')
+const { enqueue, admitNext, budgetNext, lateWaiters, leave } = require('./line')
 const { Permit } = require('./permit')
-const { stuckAfterMs, warnSelfWait } = require('./lifetime')
+const { stuckAfterMs } = require('./lifetime')
 const diag = require('./diagnostics')
 const quota = require('./quota')
 
-// States of a call.
-const WAITING = 0 // in the key's queue
-const RUNNING = 1 // holds a permit, fn running
-const DONE = 2 // permit settled (or never granted)
-
-class Call {
-  constructor(rx, ks, fn, timeoutMs, callerSignal) {
-    /** The upstream key of this call. */
-    this.key = ks.name
-    this._rx = rx
-    this._ks = ks
-    this._fn = fn
-    this._timeoutMs = timeoutMs
-    this._callerSignal = callerSignal
-    this._permit = -1
-    this._state = WAITING
-    this._marked = false
-    this._markFn = null
-    this._timedOut = false
-    this._controller = null
-    this._classifyError = undefined
-  }
-
-  /**
-   * Aborts at the deadline or when the caller's own signal aborts. Created only when read:
-   * an AbortController costs microseconds. Never aborted after fn returned successfully.
-   */
-  get signal() {
-    if (this._controller !== null) return this._controller.signal
-    // Only the caller's signal can abort it: hand that one over, no controller needed.
-    if (this._timeoutMs === undefined && this._callerSignal !== undefined) return this._callerSignal
-    const c = new AbortController()
-    this._controller = c
-    if (this._timedOut) c.abort(new TimeoutError(this.key, this._timeoutMs, false))
-    else if (this._cancelled === true) c.abort(reasonOf(this._callerSignal))
-    return c.signal
-  }
-
-  /**
-   * Marks the first byte (or first token) of the response: the latency the limiter learns from
-   * is start → mark. Only the first mark counts; after the call settles it is a no-op.
-   * Bound on first read, so it works passed as a callback (`res.once('data', ctx.mark)`); a
-   * method would throw there (`this` undefined) or silently mark nothing (`this` the emitter).
-   */
-  get mark() {
-    if (this._markFn === null) this._markFn = () => this._doMark()
-    return this._markFn
-  }
-
-  _doMark() {
-    if (this._marked || this._state !== RUNNING) return
-    this._marked = true
-    native.mark(this._ks.handle, this._permit)
-    const t = this._timing // a GuardedCall's (lib/diagnostics.js); a plain call has none
-    if (t) diag.marked(t)
-  }
-
-  /**
-   * With a quota: what the call really used, e.g. `{ tokens: usage.total_tokens }`. The
-   * difference from its `cost` is refunded or charged; may be called after the call settled.
-   */
-  charge(usage) {
-    quota.charge(this, usage)
-  }
-}
-
-/** A plain call on an instance with a quota: its cost, for `charge` and the headers. */
-class QuotaCall extends Call {
-  constructor(rx, ks, fn, cost) {
-    super(rx, ks, fn, undefined, undefined)
-    this._cost = cost
-  }
-}
-
-/**
- * A call with a deadline, a caller signal, a wait in the queue or a per-call event subscriber:
- * our own promise, deadline and queue links, its timing. A plain call (none of these) is a bare
- * `Call`, half the size: it is allocated on every protected call, and its size is most of the
- * per-call garbage.
- */
-class GuardedCall extends Call {
-  constructor(rx, ks, fn, timeoutMs, callerSignal) {
-    super(rx, ks, fn, timeoutMs, callerSignal)
-    this._cancelled = false
-    this._answered = false // the caller's promise is settled
-    this._resolve = null
-    this._reject = null
-    this._asyncResource = null
-    // deadline list links (lib/deadlines.js)
-    this._deadline = 0
-    this._dlist = null
-    this._dprev = null
-    this._dnext = null
-    this._dheld = false
-    // caller signal links (lib/signals.js)
-    this._sentry = null
-    this._sprev = null
-    this._snext = null
-    // queue links (lib/queue.js), and the priority and tenant that order them (lib/levels.js)
-    this._qprev = null
-    this._qnext = null
-    this._prio = null
-    // per-call events: a Timing while someone subscribes, else null (lib/diagnostics.js)
-    this._timing = diag.timing()
-    // a retrying call's policy (its first attempt) or its RetryState (lib/retry.js), else null
-    this._retry = null
-    // a retry's attempt number, told with its refusal (2 for the first retry); 0 for a first attempt
-    this._attempt = 0
-    // with a quota, what it costs (lib/quota.js), else null
-    this._cost = null
-  }
-}
-
-// The key whose fn is running synchronously now: a call it queues on that same key is a
-// self-wait, the start of a deadlock (warned once per key).
-let current = null
-
-/** Calls the call's fn, remembering its key while fn runs synchronously. */
-function runFn(call) {
-  const outer = current
-  current = call._ks
-  try {
-    return call._fn(call)
-  } finally {
-    current = outer
-  }
-}
-
 // ---- running ----------------------------------------------------------------------------------
 
-/** A call with no deadline, no caller signal and no wait: fn's own promise, awaited. */
-async function runPlain(call, permit) {
-  call._permit = permit
-  call._state = RUNNING
-  let v
-  try {
-    v = await runFn(call)
-  } catch (err) {
-    if (call._cost !== undefined && call._rx._quota.pace) quota.observe(call, err)
-    finish(call, verdictOfError(call, err), err)
-    // As on the guarded path (fnDone): a classify that throws rejects with its own error.
-    if (call._classifyError !== undefined) throw call._classifyError
-    throw err
-  }
-  if (call._cost !== undefined && call._rx._quota.pace) quota.observe(call, v)
-  finish(call, verdictOfValue(call, v), v)
-  if (call._classifyError !== undefined) throw call._classifyError
-  return v
-}
-
-/** A call with a deadline or a caller signal, holding `permit`: our own promise. */
-function runGuarded(call, permit) {
-  call._permit = permit
-  call._state = RUNNING
-  return guard(call, true)
-}
-
-/** A call that waits in its key's FIFO; a fn running on that key warns once (self-wait). */
-function wait(call) {
-  if (current === call._ks) warnSelfWait(call._ks)
-  return guard(call, false)
-}
-
-/** Links the caller's signal and the deadline, then starts the call or queues it. */
-function guard(call, running) {
-  if (call._callerSignal !== undefined) {
-    const err = linkSignal(call, running)
-    if (err !== undefined) return Promise.reject(err)
-  }
-  capturing = call
-  const promise = new Promise(capture)
-  launch(call, running)
-  return promise
-}
-
-/**
- * A retry's attempt (lib/retry.js): as guard(), answering through the resolvers the call
- * already holds (its caller's) rather than a promise of its own.
- */
-function guardAttempt(call, running) {
-  if (call._callerSignal !== undefined) {
-    const err = linkSignal(call, running)
-    if (err !== undefined) {
-      call._answered = true
-      call._reject(err)
-      return
-    }
-  }
-  launch(call, running)
-}
-
-/** Links the caller's signal; its addEventListener's error, after which the call never starts. */
-function linkSignal(call, running) {
-  try {
-    call._rx._signals.add(call, call._callerSignal)
-  } catch (err) {
-    call._state = DONE
-    if (running) {
-      settle(call._rx, call._ks, call._permit, V.CANCELLED)
-      if (call._timing !== null) diag.settled(call._rx, call.key, V.CANCELLED, call._timing, false)
-    } else if (call._permit === QUOTA_WAIT) quota.leaveEngine(call)
-    else {
-      leaveEngine(call)
-      if (call._cost !== null) quota.refund(call._ks, call._cost)
-    }
-    return err
-  }
-  return undefined
-}
-
-function launch(call, running) {
-  // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
-  if (call._timeoutMs !== undefined) deadlines.add(call, call._timeoutMs, clockCell[NOW], true)
-  if (running) start(call)
-  else {
-    // Keep the caller's async context for when fn runs later (p-limit #71).
-    call._asyncResource = new AsyncResource('resilix.queued')
-    if (call._permit === QUOTA_WAIT) quota.enqueue(call)
-    else enqueue(call._ks, call)
-  }
-}
-
-// The call whose promise is being created: `new Promise(capture)` stores the resolvers on it
-// without allocating an executor closure per call (the executor runs synchronously).
-let capturing = null
-function capture(resolve, reject) {
-  capturing._resolve = resolve
-  capturing._reject = reject
-  capturing = null
-}
-
+/** A call holding its permit starts: fn runs (or acquire() gets its Permit). */
 function start(call) {
   if (call._fn === null) {
     // acquire(): hand over a permit; its holder settles it.
@@ -314,26 +81,10 @@ function fnDone(call, ok, x) {
   }
   settle(call._rx, call._ks, call._permit, V.settleCode(verdict, x))
   if (call._timing !== null) diag.settled(call._rx, call.key, verdict, call._timing, false)
-  if (retrying) retryHooks.attemptEnded(call, ok, x, verdict)
-}
-
-function verdictOfValue(call, v) {
-  const classify = call._rx._classify
-  return classify === undefined ? V.classifyValue(v) : custom(classify, call, true, v)
-}
-
-function verdictOfError(call, e) {
-  const classify = call._rx._classify
-  return classify === undefined ? V.classifyError(e) : custom(classify, call, false, e)
+  if (retrying) call.attemptEnded(ok, x, verdict)
 }
 
 // ---- settling and waking ----------------------------------------------------------------------
-
-/** Settles a call that ended with `verdict` (`x`: its value or error). */
-function finish(call, verdict, x) {
-  call._state = DONE
-  settle(call._rx, call._ks, call._permit, V.settleCode(verdict, x))
-}
 
 /** Settles a permit with the engine. */
 function settle(rx, ks, permit, verdict) {
@@ -372,6 +123,33 @@ function wake(rx, ks) {
   }
 }
 
+/**
+ * The key's budget line asks again (its timer, or budget came back): as wake(), the head first,
+ * while the engine lets them through; one let through to the limiter's queue waits there.
+ */
+function wakeBudget(ks) {
+  const line = ks.line
+  line.timer = null
+  line.at = Infinity
+  line.pumping = true
+  try {
+    let call
+    while ((call = line.head) !== null && ks.handle >= 0) {
+      // A deadline that passed during a stall: the call leaves, it is never let through (ADR 1108).
+      if (deadlines.overdue(call)) continue
+      if ((call = budgetNext(ks)) === null) break
+      const p = call._permit
+      if (p >= 0) startWaiter(call)
+      else if (p === QUEUED) {
+        call._permit = -1
+        enqueue(ks, call)
+      } else refuseWaiter(call, quota.rejection(call._rx, p, ks, call._prio, call._cost, call._attempt))
+    }
+  } finally {
+    line.pumping = false
+  }
+}
+
 /** A waiter got its permit: its fn runs in the caller's async context. */
 function startWaiter(call) {
   call._state = RUNNING
@@ -390,20 +168,8 @@ function refuseWaiter(call, err) {
   // A first attempt (its RetryState when it has attemptTimeoutMs) has none: it gets `err`.
   if (call._retry !== null && call._attempt > 0) {
     call._answered = true
-    retryHooks.refused(call)
+    call.retryRefused()
   } else answer(call, err)
-}
-
-// A waiter for budget (lib/quota.js) was let through: it runs, or waits for a slot.
-quota.hooks.admitted = (call, p) => {
-  if (p >= 0) startWaiter(call)
-  else {
-    call._permit = -1
-    enqueue(call._ks, call)
-  }
-}
-quota.hooks.refused = (call, p) => {
-  refuseWaiter(call, quota.rejection(call._rx, p, call._ks, call._prio, call._cost, call._attempt))
 }
 
 // ---- ending early: deadline, caller abort, close -----------------------------------------------
@@ -418,7 +184,7 @@ function answer(call, err) {
   if (call._answered) return
   call._answered = true
   // A retry's attempt ends its call: the attempts are recorded (lib/retry.js attemptsOf).
-  if (call._retry !== null && !call._retry.first) retryHooks.record(err, call._retry.attempts + 1)
+  if (call._retry !== null && !call._retry.first) call.answeredWith(err)
   call._reject(err)
 }
 
@@ -455,27 +221,13 @@ function expire(call, now) {
   else answer(call, err)
   deadlines.add(call, stuckAfterMs(call), now, false)
   if (call._controller !== null) call._controller.abort(err)
-  if (retrying) retryHooks.attemptEnded(call, false, err, V.TIMEOUT)
+  if (retrying) call.attemptEnded(false, err, V.TIMEOUT)
 }
 
 /** The deadline a TimeoutError names: the call's timeoutMs, for a retry's attempt too. */
 function reportedMs(call) {
   const r = call._retry
   return r === null || r.first || !r.bounded ? call._timeoutMs : r.timeoutMs
-}
-
-/** The caller's signal aborted (lib/signals.js unlinked the call). */
-function callerAborted(call, reason) {
-  if (call._state === WAITING) {
-    giveUp(call, reason)
-    return
-  }
-  if (call._state !== RUNNING) return
-  call._cancelled = true
-  if (call._dlist !== null) deadlines.remove(call)
-  answer(call, reason)
-  deadlines.add(call, stuckAfterMs(call), native.nowMs(), false)
-  if (call._controller !== null) call._controller.abort(reason)
 }
 
 /** Its caller answered long ago, fn still unsettled: free the slot (ADR 0602). */
@@ -490,15 +242,8 @@ function releaseStuck(call) {
 /** The thread's deadlines, shared by every instance. */
 const deadlines = new Deadlines(expire)
 
-quota.hooks.overdue = (call) => deadlines.overdue(call)
-
-/** What a retrying call's attempts report to (lib/retry.js sets them: it requires this module). */
-const retryHooks = { attemptEnded: null, refused: null, record: null }
-
 module.exports = {
-  Call, GuardedCall, QuotaCall, runPlain, runGuarded, wait, settle, giveUp, callerAborted,
-  // a retrying call's attempts (lib/retry.js)
-  runFn, finish, verdictOfValue, verdictOfError, guardAttempt, retryHooks, RUNNING,
-  // the fast path (lib/fast-path.js)
-  settled, DONE,
+  start, settle, giveUp, answer, deadlines,
+  // the budget line's timer (lib/line.js, through lib/guard.js)
+  wakeBudget,
 }

@@ -3,7 +3,7 @@
 // default; a throw or an unknown name becomes the error the caller gets (call._classifyError).
 
 const V = require('./verdicts')
-const { describe } = require('./options')
+const { describe } = require('./describe')
 
 function custom(classify, call, ok, x) {
   const fallback = ok ? V.classifyValue(x) : V.classifyError(x)

@@ -2,7 +2,7 @@
 // Branded error classes with type guards (cockatiel's habit): `instanceof` fails across two
 // copies of the package in one process, a brand does not.
 
-const { describe } = require('./options')
+const { describe } = require('./describe')
 
 const REJECTED = Symbol.for('resilix.RejectedError')
 const TIMEOUT = Symbol.for('resilix.TimeoutError')

@@ -9,6 +9,7 @@ const { native, QUOTA_RING } = require('./native')
 const { processId } = require('./store/redis')
 const { delayMs } = require('./timers')
 const { checkLease } = require('./store/reply')
+const { soon } = require('./line')
 
 const MODES = ['leased', 'fallback', 'refusing']
 /** How often a process whose store is down tries it again: once a second. */
@@ -425,10 +426,9 @@ class FleetKey {
   }
 }
 
-let quotaFns = null
-/** The calls waiting for budget may go on (lib/quota.js, required late: it requires nothing here). */
+/** The calls waiting for budget may go on. */
 function wake(ks) {
-  ;(quotaFns ??= require('./quota')).soon(ks)
+  soon(ks)
 }
 
 module.exports = { Fleet }

@@ -1,20 +1,20 @@
 'use strict'
-// Per-key state on the JS side: the native handle, the ends of the waiter list (lib/queue.js)
+// Per-key state on the JS side: the native handle, the ends of the waiter list (lib/line.js)
 // and the once-per-key warnings; what a key may be.
 
-const { describe } = require('./options')
+const { describe } = require('./describe')
 
 class KeyState {
   constructor(name, handle) {
     this.name = name
     this.handle = handle
-    this.head = null // the waiters (lib/queue.js)
+    this.head = null // the waiters (lib/line.js)
     this.tail = null
     this.tails = null // the last waiter by level, once a call names a priority or tenant
-    this.line = null // the calls waiting for budget, with a quota (lib/quota.js)
+    this.line = null // the calls waiting for budget, with a quota (lib/line.js)
     this.fleet = null // the lease, with a quota store (lib/fleet.js)
     this.waking = false // a wake loop runs (lib/call.js)
-    this.judged = false // its first waiters were judged by the deadline rule (lib/queue.js)
+    this.judged = false // its first waiters were judged by the deadline rule (lib/line.js)
     this.observed = -1 // the last observed limit and breaker state (lib/events.js)
     this.retryBodyRefusals = 0 // retries the interceptor could not make: the body could not be sent again
     this.warnedSelfWait = false

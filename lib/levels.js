@@ -3,7 +3,7 @@
 // level the key's queue orders it by. A call that names neither never comes here.
 
 const { native, clockCell, CELL, PRIORITIES, LEVELS, CLASS_LEVELS, STALE_HANDLE } = require('./native')
-const { describe } = require('./options')
+const { describe } = require('./describe')
 const { didYouMean } = require('./suggest')
 
 /** The most UTF-16 units a tenant name may have: a name, not a payload. */

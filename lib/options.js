@@ -18,8 +18,11 @@ const TOP_LEVEL = new Set([
   ...LIMITER_NUMBERS,
 ])
 const { didYouMean } = require('./suggest')
-// The engine's: its algorithm names, and the longest ms option it takes (ADR 1210).
-const { ALGORITHMS, MAX_MS: MAX_TIMEOUT_MS } = require('./native')
+// The engine's algorithm names (ADR 1210).
+const { ALGORITHMS } = require('./native')
+const { describe, timeoutOption, MAX_TIMEOUT_MS } = require('./describe')
+const { instanceRetry, budgetOptions } = require('./retry-options')
+const { quotaOption } = require('./quota')
 
 function typeError(msg) {
   return new TypeError(`resilix: ${msg}`)
@@ -32,12 +35,6 @@ function isPlainObject(v) {
 function checkNumber(name, v) {
   if (typeof v !== 'number') throw typeError(`option ${name} must be a number, got ${describe(v)}`)
   return v
-}
-
-function describe(v) {
-  if (v === null) return 'null'
-  if (typeof v === 'string') return `the string "${v.length > 40 ? v.slice(0, 40) + '…' : v}"`
-  return typeof v
 }
 
 // A breaker or queue option written at the top level: named where it belongs.
@@ -73,16 +70,6 @@ function unknownExecuteOption(opts) {
 function unknownAcquireOption(opts) {
   for (const k in opts) if (k !== 'timeoutMs' && k !== 'signal' && k !== 'priority' && k !== 'tenant' && k !== 'cost') return k
   return undefined
-}
-
-/** A deadline option: a number of ms in (0, 2^31 - 1], or false/undefined for none. */
-function timeoutOption(name, v) {
-  if (v === undefined || v === false) return undefined
-  if (typeof v !== 'number') throw typeError(`option ${name} must be a number of milliseconds or false, got ${describe(v)}`)
-  if (!(v > 0 && v <= MAX_TIMEOUT_MS)) {
-    throw new RangeError(`resilix: ${name} must be a number of milliseconds above 0 and at most ${MAX_TIMEOUT_MS}, got ${v}`)
-  }
-  return v
 }
 
 /**
@@ -172,13 +159,11 @@ function normalize(options) {
       throw new RangeError(`resilix: seed must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER}, got ${seed}`)
     }
   }
-  // Required here: lib/retry-options.js requires this module.
-  const { instanceRetry, budgetOptions } = require('./retry-options')
   budgetOptions(options.retryBudget, native)
   const retry = instanceRetry(options.retry)
   let quota = null
   if (options.quota !== undefined) {
-    quota = require('./quota').quotaOption(options.quota)
+    quota = quotaOption(options.quota)
     native.quota = quota.native
     native.quotaNames = quota.nativeNames
     native.quotaMaxCooldownMs = quota.maxCooldownMs
@@ -195,4 +180,4 @@ function normalize(options) {
   return { native, timeoutMs: timeoutOption('timeoutMs', options.timeoutMs), classify, seed, retry, quota, quotaStore }
 }
 
-module.exports = { normalize, timeoutOption, describe, isResilix, unknownExecuteOption, unknownAcquireOption, ALGORITHMS, MAX_TIMEOUT_MS }
+module.exports = { normalize, isResilix, unknownExecuteOption, unknownAcquireOption, ALGORITHMS, MAX_TIMEOUT_MS }

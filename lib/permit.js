@@ -3,7 +3,7 @@
 
 const { native } = require('./native')
 const V = require('./verdicts')
-const { describe } = require('./options')
+const { describe } = require('./describe')
 const diag = require('./diagnostics')
 const quota = require('./quota')
 

@@ -1,14 +1,13 @@
 'use strict'
 // Quotas (ADR 1100, 1101): the `quota` option, a call's `cost`, its settled usage
-// (`ctx.charge`), the rate-limit headers of its response, and the calls waiting for budget.
-// The engine decides (engine/src/quota.rs); this file holds what only JS can: the waiting
-// calls, their timer, and reading a response's headers. An instance without a quota never
-// comes here.
+// (`ctx.charge`) and the rate-limit headers of its response. The engine decides
+// (engine/src/quota.rs); the calls waiting for budget are in their key's line (lib/line.js,
+// ADR 1200). An instance without a quota never comes here.
 
-const { native, clockCell, CELL, QUEUED, STALE_HANDLE, REGISTRY_FULL, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, QUOTA_MAX_COOLDOWN_MS, QUOTA_COSTS, QUOTA_BUDGETS, QUOTA_DIMENSIONS, MAX_MS, REJECTED_BASE, REASONS } = require('./native')
-const { describe } = require('./options')
+const { native, QUOTA_WAIT, QUOTA_OVERSIZE, QUOTA_WINDOW_MS, QUOTA_MAX_COOLDOWN_MS, QUOTA_COSTS, QUOTA_BUDGETS, QUOTA_DIMENSIONS, MAX_MS, REJECTED_BASE, REASONS } = require('./native')
+const { describe } = require('./describe')
 const { didYouMean } = require('./suggest')
-const { delayMs } = require('./timers')
+const { soon } = require('./line')
 
 /** Distinct costs a quota may name; budgets (a cost over a window) it may hold (the engine's). */
 const MAX_COSTS = QUOTA_COSTS
@@ -167,26 +166,6 @@ function amount(x, what) {
   return Math.ceil(x)
 }
 
-/** Acquires for `cost` on `ks`: a permit or code as acquireAt, or QUOTA_WAIT (ready time in the clock cell). */
-function acquireCosting(ks, budgetMs, level, tenantId, cost, head) {
-  // The arguments go through the clock cell's named slots: cheaper than N-API's (ADR 1210).
-  const a = clockCell
-  a[CELL.budgetMs] = budgetMs === undefined ? -1 : budgetMs
-  a[CELL.level] = level
-  a[CELL.tenant] = tenantId
-  a[CELL.head] = head ? 1 : 0
-  a[CELL.costs] = cost.c0
-  a[CELL.costs + 1] = cost.c1
-  a[CELL.costs + 2] = cost.c2
-  a[CELL.costs + 3] = cost.c3
-  const p = native.acquireCosting(ks.handle)
-  if (p >= 0 || p === QUEUED) {
-    cost.charged = true
-    cost.at = a[CELL.now]
-  }
-  return p
-}
-
 const REJECTED_QUOTA = REJECTED_BASE - REASONS.indexOf('quota')
 
 /**
@@ -246,25 +225,6 @@ function charge(holder, usage) {
   native.quotaAdjust(ks.handle, cost.at, d[0], d[1], d[2], d[3])
   if (ks.fleet !== null) ks.fleet.adjust(cost.at, d[0], d[1], d[2], d[3])
   if (freed) soon(ks)
-}
-
-/** A charged call that will not run (refused or gave up in the limiter's queue): refund it whole. */
-function refund(ks, cost) {
-  if (!cost.charged) return
-  cost.charged = false
-  if (ks.handle < 0) return
-  native.quotaAdjust(ks.handle, cost.at, -cost.c0, -cost.c1, -cost.c2, -cost.c3)
-  if (ks.fleet !== null) ks.fleet.adjust(cost.at, -cost.c0, -cost.c1, -cost.c2, -cost.c3)
-  soon(ks)
-}
-
-/** A charged call admitted from the limiter's queue: the upstream counts it from now. */
-function restamp(ks, cost) {
-  if (!cost.charged) return
-  native.quotaRestamp(ks.handle, cost.at, cost.c0, cost.c1, cost.c2, cost.c3)
-  const at = native.nowMs()
-  if (ks.fleet !== null) ks.fleet.restamp(cost.at, at, cost)
-  cost.at = at
 }
 
 // ---- response headers ----------------------------------------------------------------------
@@ -328,132 +288,6 @@ function observeHeaders(ks, cost, status, headers) {
   soon(ks)
 }
 
-// ---- calls waiting for budget --------------------------------------------------------------
-
-/** The key's calls waiting for budget: a list by level (lib/queue.js's), and one timer. */
-class Line {
-  constructor() {
-    this.head = null
-    this.tail = null
-    this.tails = null
-    this.timer = null
-    this.at = Infinity
-    /** pump() is asking: a waiter leaving meanwhile needs no timer of its own. */
-    this.pumping = false
-  }
-}
-
-/**
- * Hooks set by lib/call.js (which requires this module): start, queue or refuse a waiter, and
- * expire one whose deadline passed before its turn (the limiter's queue asks the same).
- */
-const hooks = { admitted: null, refused: null, overdue: null }
-
-let queueFns = null
-function lists() {
-  return (queueFns ??= require('./queue'))
-}
-
-/** A call told QUOTA_WAIT waits for budget; it asks again at the time the engine named. */
-function enqueue(call) {
-  const ks = call._ks
-  const line = (ks.line ??= new Line())
-  lists().insert(line, call)
-  arm(ks, line.head === call ? clockCell[CELL.quotaAskAt] : line.at)
-  if (ks.fleet !== null) ks.fleet.want()
-}
-
-/** A waiter for budget gives up (deadline, abort, close). */
-function leave(call) {
-  const ks = call._ks
-  const line = ks.line
-  const wasHead = line.head === call
-  lists().unlink(line, call)
-  call._permit = -1
-  if (ks.handle >= 0) native.quotaLeave(ks.handle, levelOf(call), call._cost.c0, call._cost.c1, call._cost.c2, call._cost.c3)
-  if (line.head === null) disarm(line)
-  else if (wasHead && !line.pumping) soon(ks)
-}
-
-/** A call told QUOTA_WAIT that never reached the line (its signal refused a listener). */
-function leaveEngine(call) {
-  const c = call._cost
-  call._permit = -1
-  if (call._ks.handle >= 0) native.quotaLeave(call._ks.handle, levelOf(call), c.c0, c.c1, c.c2, c.c3)
-}
-
-/** close(): the key's waiters have been answered; its timer goes. */
-function closeLine(ks) {
-  if (ks.line !== null) disarm(ks.line)
-}
-
-/** Ask again for the head at engine time `at` (ms). */
-function arm(ks, at) {
-  const line = ks.line
-  if (line === null || line === undefined || line.head === null) return
-  if (line.timer !== null && line.at <= at) return
-  if (line.timer !== null) clearTimeout(line.timer)
-  line.at = at
-  // Ref'd: a caller waits for its answer (ADR 0603).
-  // Clamped to what setTimeout accepts: fired early, pump() asks again and re-arms (ADR 1104).
-  line.timer = setTimeout(pump, delayMs(Math.ceil(at - native.nowMs())), ks)
-}
-
-function disarm(line) {
-  if (line.timer !== null) clearTimeout(line.timer)
-  line.timer = null
-  line.at = Infinity
-}
-
-/** Budget may have come back (a refund, a reading, a waiter left): ask for the head at once. */
-function soon(ks) {
-  const line = ks.line
-  if (line === undefined || line === null || line.head === null) return
-  arm(ks, 0)
-}
-
-/** The head asks again; each one admitted lets the next ask. */
-function pump(ks) {
-  const line = ks.line
-  line.timer = null
-  line.at = Infinity
-  line.pumping = true
-  try {
-    pumpLine(ks, line)
-  } finally {
-    line.pumping = false
-  }
-}
-
-/** Lets the waiters through, the head first, until one must wait for budget. */
-function pumpLine(ks, line) {
-  let call
-  while ((call = line.head) !== null) {
-    if (ks.handle < 0) return
-    // A deadline that passed during a stall: the call leaves, it is never let through (ADR 1108).
-    if (hooks.overdue(call)) continue
-    const left = call._dlist !== null ? call._deadline - native.nowMs() : undefined
-    const p = acquireCosting(ks, left, levelOf(call), call._prio === null ? 0 : call._prio.id, call._cost, true)
-    if (p === QUOTA_WAIT) {
-      arm(ks, clockCell[CELL.quotaAskAt])
-      if (ks.fleet !== null) ks.fleet.want()
-      return
-    }
-    lists().unlink(line, call)
-    // A key with waiters is never evicted; a stale handle would be a closed instance's.
-    const code = p === STALE_HANDLE ? REGISTRY_FULL : p
-    call._permit = code
-    if (code >= 0 || code === QUEUED) hooks.admitted(call, code)
-    else hooks.refused(call, code)
-  }
-}
-
-/** A waiter's level: the limiter queue's rule (lib/queue.js), the same in both lines. */
-function levelOf(call) {
-  return lists().levelOf(call)
-}
-
 module.exports = {
-  quotaOption, costOption, Cost, acquireCosting, rejection, charge, refund, restamp, observe, observeHeaders,
-  enqueue, leave, leaveEngine, closeLine, hooks, soon, MAX_COSTS, MAX_BUDGETS, WINDOW_MS, QUOTA_WAIT,
+  quotaOption, costOption, Cost, rejection, charge, observe, observeHeaders, MAX_COSTS, MAX_BUDGETS, WINDOW_MS, QUOTA_WAIT,
 }

@@ -4,7 +4,7 @@
 // frozen object of numbers the binding's retryDecide takes. Defaults and their provenance:
 // ADRs 0900 and 0902; the budget's: ADR 0901 (the engine checks the budget's ranges).
 
-const { describe, timeoutOption, MAX_TIMEOUT_MS } = require('./options')
+const { describe, timeoutOption, MAX_TIMEOUT_MS } = require('./describe')
 const { didYouMean } = require('./suggest')
 const V = require('./verdicts')
 

@@ -1,6 +1,6 @@
 'use strict'
 // A retrying call (ADR 0900). Retry is the outermost policy: each attempt goes through
-// breaker → throttle → limiter → bulkhead → timeout like any call, with its own permit, and its verdict
+// breaker → quota → throttle → limiter → bulkhead → timeout like any call, with its own permit, and its verdict
 // and latency are a normal sample. The engine decides whether a settled attempt is retried and
 // after how long (retryDecide: verdict, attempts, breaker, deadline, budget); this loop waits,
 // reads Retry-After, keeps the one deadline, the caller's signal and close(), and answers with
@@ -12,11 +12,15 @@ const NOW = CELL.now
 const { rejection } = require('./quota')
 const V = require('./verdicts')
 const { TimeoutError } = require('./errors')
-const { Call, GuardedCall, runGuarded, wait, runFn, finish, verdictOfValue, verdictOfError, guardAttempt, retryHooks, RUNNING } = require('./call')
+const { Call, GuardedCall, RUNNING } = require('./call-record')
+const { runFn, verdictOfValue, verdictOfError } = require('./run-fn')
+const { finish } = require('./run-plain')
+const { runGuarded, wait, guardAttempt } = require('./guard')
 const { retryAfterOf } = require('./retry-after')
 const diag = require('./diagnostics')
 const { closedError } = require('./lifetime')
 const { delayMs } = require('./timers')
+const { acquire } = require('./acquire')
 
 const RETRY_AFTER_REFUSED = RETRY_REFUSED_BASE - RETRY_REFUSALS.indexOf('retry-after')
 // The throttle refused the retry before its wait (ADR 1004): told as a 'throttle' refusal.
@@ -51,7 +55,7 @@ function startRetrying(rx, ks, fn, policy, timeoutMs, signal, p, prio = null, co
   }
   if (p < 0 && p !== QUEUED && p !== QUOTA_WAIT) return Promise.reject(rx._events.rejected(p, ks.name, ks, prio)) // never retried
   if (policy.attemptTimeoutMs === undefined) {
-    const call = new GuardedCall(rx, ks, fn, timeoutMs, signal)
+    const call = new RetryingCall(rx, ks, fn, timeoutMs, signal)
     call._retry = policy
     call._prio = prio
     call._cost = cost
@@ -129,7 +133,28 @@ class RetryState {
   }
 }
 
-/** lib/call.js: an attempt of a retrying call ended without being answered. */
+/**
+ * An attempt of a retrying call: the record of any guarded call (lib/call-record.js) that also
+ * tells this stage how it ended. `_retry` is the policy for a first attempt, else the RetryState.
+ */
+class RetryingCall extends GuardedCall {
+  /** It ended without being answered: retry it, or end the call (lib/call.js). */
+  attemptEnded(ok, x, verdict) {
+    attemptEnded(this, ok, x, verdict)
+  }
+
+  /** A retry that waited was refused by our own policies: the attempt before is the answer. */
+  retryRefused() {
+    refused(this)
+  }
+
+  /** A retry's attempt ends its call with `err`: the attempts are recorded (attemptsOf). */
+  answeredWith(err) {
+    record(err, this._retry.attempts + 1)
+  }
+}
+
+/** An attempt of a retrying call ended without being answered. */
 function attemptEnded(call, ok, x, verdict) {
   let r = call._retry
   if (r.first) {
@@ -144,7 +169,7 @@ function attemptEnded(call, ok, x, verdict) {
   next(r, ok, x, verdict)
 }
 
-/** lib/call.js: a retry that waited in the queue was refused: the attempt before is the answer. */
+/** A retry that waited in the queue was refused: the attempt before is the answer. */
 function refused(call) {
   const r = call._retry
   end(r, r.lastOk, r.last)
@@ -196,7 +221,7 @@ function afterBackoff(b) {
     const budget = attemptBudget(r.policy, left)
     // The throttle decided this retry before its wait: not drawn again (ADR 1004).
     native.throttlePass(ks.handle)
-    p = cost === null ? rx._acquire(ks, budget, r.prio) : rx._acquireCosting(ks, budget, r.prio, cost)
+    p = acquire(rx, ks, budget, r.prio, cost)
   } catch (err) {
     return fail(r, err)
   }
@@ -217,7 +242,7 @@ function launch(r, p, left, cost = r.cost) {
     ms = own
     r.bounded = false
   }
-  const call = new GuardedCall(r.rx, r.ks, r.fn, ms, r.signal)
+  const call = new RetryingCall(r.rx, r.ks, r.fn, ms, r.signal)
   call._retry = r
   if (r.attempts > 0) call._attempt = r.attempts + 1 // a retry, not the first attempt
   call._prio = r.prio
@@ -306,8 +331,5 @@ class Backoff {
   }
 }
 
-retryHooks.attemptEnded = attemptEnded
-retryHooks.refused = refused
-retryHooks.record = record
 
 module.exports = { startRetrying, attemptsOf, attemptBudget, Backoff, decide, retryAfterError, RETRY_AFTER_REFUSED, THROTTLE_REFUSED, REJECTED_THROTTLE }

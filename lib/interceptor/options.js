@@ -2,7 +2,8 @@
 // The interceptor's options, checked once when it is built (TypeError / RangeError naming the
 // option, as the constructor does). Defaults and their provenance: ADR 0801.
 
-const { timeoutOption, describe, isResilix } = require('../options')
+const { timeoutOption, describe } = require('../describe')
+const { isResilix } = require('../options')
 const { didYouMean } = require('../suggest')
 const { isUrl } = require('../keys')
 

@@ -11,7 +11,7 @@
 
 const { TimeoutError } = require('../errors')
 const V = require('../verdicts')
-const { describe } = require('../options')
+const { describe } = require('../describe')
 const { decide, retryAfterError, RETRY_AFTER_REFUSED, THROTTLE_REFUSED, REJECTED_THROTTLE } = require('../retry')
 const { native, PRIORITIES } = require('../native')
 const { retryAfterOf } = require('../retry-after')

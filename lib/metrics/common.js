@@ -5,7 +5,8 @@
 
 const dc = require('node:diagnostics_channel')
 const { CHANNELS } = require('../diagnostics')
-const { describe, isResilix } = require('../options')
+const { describe } = require('../describe')
+const { isResilix } = require('../options')
 const { didYouMean } = require('../suggest')
 const { NAMES } = require('../verdicts')
 const { REASONS, BREAKER_STATES } = require('../native')

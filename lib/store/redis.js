@@ -5,7 +5,7 @@
 
 const { createHash, randomBytes } = require('node:crypto')
 const SCRIPT = require('./lease-script')
-const { describe } = require('../options')
+const { describe } = require('../describe')
 const { didYouMean } = require('../suggest')
 
 const SHA = createHash('sha1').update(SCRIPT).digest('hex')

@@ -32,7 +32,7 @@ for (const surface of RETRYING) {
       // The third attempt was never sent: the breaker it passes again refused it.
       assert.equal(w.up.hits('/status/500'), 2)
       // execute ends with that attempt's 500. The interceptor today announces a third attempt and
-      // rejects with the breaker's refusal: composition-findings.pending.mjs holds it to execute's.
+      // rejects with the breaker's refusal: it decides before the verdict reaches the breaker (ADR 1217).
       if (surface === 'execute') assert.equal(o.status, 500)
       else assert.ok(o.status === 500 || o.reason === 'breaker', `a 500 or the breaker's refusal: ${o.error}`)
       // A later call meets the open breaker before anything else.

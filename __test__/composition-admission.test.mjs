@@ -6,7 +6,8 @@
 // call that was charged) do not apply to it; the waiting ones do.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { SURFACES, until, overloads, inWorld, pastTheTimerTurn } from './fixtures/composition-surfaces.mjs'
+import { SURFACES, until, overloads, inWorld } from './fixtures/composition-surfaces.mjs'
+import { deadlinePassesInQueue } from './fixtures/composition-steps.mjs'
 
 const RUNNING_DEADLINE = ['execute', 'fetch', 'request']
 const fixed1 = { algorithm: 'fixed', initialLimit: 1 }
@@ -95,13 +96,7 @@ for (const surface of SURFACES) {
 
   test(`breaker → timeout [${surface}]: a deadline that passes while the call waits is no breaker failure`, async () => {
     await inWorld(surface, { ...fixed1, breaker: { consecutiveFailures: 1 } }, async (w) => {
-      const a = w.call('/hold/a')
-      await w.up.arrived('a')
-      const b = await w.call('/ok', { timeoutMs: 300 })
-      await pastTheTimerTurn()
-      assert.ok(b.timeout, `a TimeoutError: ${b.error ?? b.status}`)
-      assert.equal(b.timeout.queued, true)
-      assert.equal(w.up.hits('/ok'), 0)
+      const { held: a } = await deadlinePassesInQueue(w)
       const s = w.stats()
       assert.deepEqual([s.breaker, s.verdicts.timeout, s.queued], ['closed', 0, 0])
       w.up.release('a')

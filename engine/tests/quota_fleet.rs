@@ -6,10 +6,14 @@
 
 use resilix_engine::quota::{Costs, Quota, QuotaCheck, QuotaDim, QuotaOptions, COSTS, MAX_DIMS};
 use resilix_engine::quota_fleet::FleetMode;
-use resilix_engine::quota_headers::{DimReading, Dimension, Reading};
+use resilix_engine::quota_headers::Dimension;
 use resilix_engine::{
     Acquired, BreakerState, Costed, Engine, PolicyOptions, RegistryOptions, Verdict, NANOS_PER_MS,
 };
+use steps::reading;
+
+#[path = "support/steps.rs"]
+mod steps;
 
 const T0: u64 = 1_000 * NANOS_PER_MS;
 const REQ: usize = 0;
@@ -258,15 +262,7 @@ fn a_header_reading_gives_the_store_a_floor_for_the_fleet_window() {
     let mut q = shared();
     lease(&mut q, 100, 10_000, ms(1_000));
     q.take(ms(0), &call(100));
-    let reading = Reading {
-        dims: vec![DimReading {
-            dim: Dimension::Tokens,
-            limit: Some(10_000),
-            remaining: Some(1_000),
-            reset_ns: Some(2_000 * NANOS_PER_MS),
-        }],
-        retry_after_ns: None,
-    };
+    let reading = reading(Dimension::Tokens, 10_000, 1_000, 2_000);
     q.observe(ms(5), &reading, false, ms(0), &call(100));
     assert_eq!(&q.fleet().unwrap().floors()[..2], &[0, 9_000]);
     // Told with the next lease: the floor goes.

@@ -1,8 +1,10 @@
 //! Helpers the engine's property and unit tests share: how many cases a property runs, a
-//! step of a test clock, an algorithm, and a first attempt to ask the retry policy about.
+//! step of a test clock, an algorithm, a first attempt to ask the retry policy about,
+//! and a header reading.
 #![allow(dead_code)] // not every test binary that includes this module uses all of it
 
 use proptest::prelude::*;
+use resilix_engine::quota_headers::{DimReading, Dimension, Reading};
 use resilix_engine::retry::Settled;
 use resilix_engine::{Algorithm, Verdict, NANOS_PER_MS};
 
@@ -52,5 +54,18 @@ pub fn first_attempt(verdict: Verdict) -> Settled {
         hint_ns: None,
         remaining_ns: None,
         previous_delay_ns: 0,
+    }
+}
+
+/// A header reading of one dimension: its limit, what remains, and its reset in ms.
+pub fn reading(dim: Dimension, limit: u64, remaining: u64, reset_ms: u64) -> Reading {
+    Reading {
+        dims: vec![DimReading {
+            dim,
+            limit: Some(limit),
+            remaining: Some(remaining),
+            reset_ns: Some(reset_ms * NANOS_PER_MS),
+        }],
+        retry_after_ns: None,
     }
 }

@@ -6,10 +6,22 @@
 // call that was charged) do not apply to it; the waiting ones do.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { SURFACES, until, overloads, inWorld, pastTheTimerTurn } from './fixtures/composition-surfaces.mjs'
+import { SURFACES, until, overloads, inWorld } from './fixtures/composition-surfaces.mjs'
+import { deadlinePassesInQueue } from './fixtures/composition-steps.mjs'
 
 const RUNNING_DEADLINE = ['execute', 'fetch', 'request']
 const fixed1 = { algorithm: 'fixed', initialLimit: 1 }
+
+/**
+ * With one request spent by a held call: three calls refused by `next` spend nothing, and one
+ * over the quota is refused by the quota before it.
+ */
+async function quotaBefore(w, next) {
+  for (let i = 0; i < 3; i++) assert.equal((await w.call('/ok')).reason, next)
+  assert.equal(w.spent(), 1, 'the refused calls spent nothing')
+  assert.equal((await w.call('/ok', { cost: { requests: 11 } })).reason, 'quota')
+  assert.deepEqual([w.stats().rejections[next], w.stats().rejections.quota], [3, 1])
+}
 
 for (const surface of SURFACES) {
   test(`breaker → quota [${surface}]: an open breaker refuses before the quota spends budget; a quota refusal is no breaker failure`, async () => {
@@ -95,13 +107,7 @@ for (const surface of SURFACES) {
 
   test(`breaker → timeout [${surface}]: a deadline that passes while the call waits is no breaker failure`, async () => {
     await inWorld(surface, { ...fixed1, breaker: { consecutiveFailures: 1 } }, async (w) => {
-      const a = w.call('/hold/a')
-      await w.up.arrived('a')
-      const b = await w.call('/ok', { timeoutMs: 300 })
-      await pastTheTimerTurn()
-      assert.ok(b.timeout, `a TimeoutError: ${b.error ?? b.status}`)
-      assert.equal(b.timeout.queued, true)
-      assert.equal(w.up.hits('/ok'), 0)
+      const { held: a } = await deadlinePassesInQueue(w)
       const s = w.stats()
       assert.deepEqual([s.breaker, s.verdicts.timeout, s.queued], ['closed', 0, 0])
       w.up.release('a')
@@ -114,10 +120,7 @@ for (const surface of SURFACES) {
       const a = w.call('/hold/a')
       await w.up.arrived('a')
       assert.equal(w.spent(), 1)
-      for (let i = 0; i < 3; i++) assert.equal((await w.call('/ok')).reason, 'limit')
-      assert.equal(w.spent(), 1, 'the refused calls spent nothing')
-      assert.equal((await w.call('/ok', { cost: { requests: 11 } })).reason, 'quota')
-      assert.deepEqual([w.stats().rejections.limit, w.stats().rejections.quota], [3, 1])
+      await quotaBefore(w, 'limit')
       w.up.release('a')
       assert.deepEqual(await a, { status: 200 })
     })
@@ -139,10 +142,7 @@ for (const surface of SURFACES) {
     await inWorld(surface, { breaker: false, bulkhead: { maxConcurrent: 1 }, quota: { requests: 10 } }, async (w) => {
       const a = w.call('/hold/a')
       await w.up.arrived('a')
-      for (let i = 0; i < 3; i++) assert.equal((await w.call('/ok')).reason, 'bulkhead')
-      assert.equal(w.spent(), 1, 'the refused calls spent nothing')
-      assert.equal((await w.call('/ok', { cost: { requests: 11 } })).reason, 'quota')
-      assert.deepEqual([w.stats().rejections.bulkhead, w.stats().rejections.quota], [3, 1])
+      await quotaBefore(w, 'bulkhead')
       w.up.release('a')
       assert.deepEqual(await a, { status: 200 })
       assert.equal(w.up.hits('/ok'), 0)

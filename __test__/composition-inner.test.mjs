@@ -7,16 +7,10 @@
 // to it; the waiting ones do.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { SURFACES, until, overloads, holdThrough, inWorld, pastTheTimerTurn } from './fixtures/composition-surfaces.mjs'
+import { SURFACES, until, overloads, inWorld } from './fixtures/composition-surfaces.mjs'
+import { deadlinePassesInQueue, reasons, throttleBefore } from './fixtures/composition-steps.mjs'
 
 const RUNNING_DEADLINE = ['execute', 'fetch', 'request']
-
-/** Reasons of `n` calls of /ok made one after another. */
-async function reasons(w, n) {
-  const out = []
-  for (let i = 0; i < n; i++) out.push((await w.call('/ok')).reason)
-  return out
-}
 
 // At most half the calls refused by the throttle, so that both refusals show among 20 calls.
 const halfThrottle = { throttle: { maxRejection: 0.5 }, breaker: false, seed: 11 }
@@ -24,12 +18,7 @@ const halfThrottle = { throttle: { maxRejection: 0.5 }, breaker: false, seed: 11
 for (const surface of SURFACES) {
   test(`throttle → limiter [${surface}]: the throttle draws before the limit refuses`, async () => {
     await inWorld(surface, { ...halfThrottle, algorithm: 'fixed', initialLimit: 1, queue: false }, async (w) => {
-      await overloads(w, 30)
-      const held = await holdThrough(w, 'a')
-      const rs = await reasons(w, 20)
-      assert.ok(rs.includes('throttle'), `the throttle was asked first: ${rs}`)
-      assert.ok(rs.includes('limit'), `the calls it let through met the limit: ${rs}`)
-      assert.ok(rs.every((r) => r === 'throttle' || r === 'limit'), `${rs}`)
+      const held = await throttleBefore(w, 'limit')
       assert.equal(w.up.hits('/ok'), 0)
       w.up.release(held.name)
       assert.deepEqual(await held.done, { status: 200 })
@@ -38,12 +27,7 @@ for (const surface of SURFACES) {
 
   test(`throttle → bulkhead [${surface}]: the throttle draws before the bulkhead refuses`, async () => {
     await inWorld(surface, { ...halfThrottle, bulkhead: { maxConcurrent: 1 } }, async (w) => {
-      await overloads(w, 30)
-      const held = await holdThrough(w, 'a')
-      const rs = await reasons(w, 20)
-      assert.ok(rs.includes('throttle'), `the throttle was asked first: ${rs}`)
-      assert.ok(rs.includes('bulkhead'), `the calls it let through met the bulkhead: ${rs}`)
-      assert.ok(rs.every((r) => r === 'throttle' || r === 'bulkhead'), `${rs}`)
+      const held = await throttleBefore(w, 'bulkhead')
       const s = w.stats()
       assert.deepEqual([s.inflight, s.bulkheadActive], [1, 1], 'a bulkhead refusal gave its limiter slot back')
       w.up.release(held.name)
@@ -80,13 +64,7 @@ for (const surface of SURFACES) {
 
   test(`limiter → timeout [${surface}]: the deadline runs while the call waits in the queue; it leaves the queue unsent`, async () => {
     await inWorld(surface, { algorithm: 'fixed', initialLimit: 1, breaker: false }, async (w) => {
-      const a = w.call('/hold/a')
-      await w.up.arrived('a')
-      const b = await w.call('/ok', { timeoutMs: 300 })
-      await pastTheTimerTurn()
-      assert.ok(b.timeout, `a TimeoutError: ${b.error ?? b.status}`)
-      assert.equal(b.timeout.queued, true)
-      assert.equal(w.up.hits('/ok'), 0)
+      const { held: a } = await deadlinePassesInQueue(w)
       let s = w.stats()
       assert.deepEqual([s.inflight, s.queued, s.verdicts.timeout], [1, 0, 0])
       w.up.release('a')

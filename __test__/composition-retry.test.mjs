@@ -21,6 +21,21 @@ function assertRefusedRetry(w, o, status, reason) {
   else assert.equal(o.reason, reason, `the interceptor rejects with the retry's RejectedError: ${o.error ?? o.status}`)
 }
 
+/**
+ * A call of /seq/a/500,200 whose retry finds a permit, taken as the retry is announced, holding
+ * the one place: the retry is refused by `reason` after its wait, and the caller gets it. Resolves
+ * with that permit.
+ */
+async function retryRefused(w, reason) {
+  let holder
+  w.rx.onRetry(() => (holder ??= w.rx.acquire(KEY)))
+  const o = await w.call('/seq/a/500,200')
+  assert.equal(w.up.hits('/seq/a/500,200'), 1)
+  assert.deepEqual(w.rejects.map((e) => [e.reason, e.attempt]), [[reason, 2]])
+  assertRefusedRetry(w, o, 500, reason)
+  return holder
+}
+
 for (const surface of RETRYING) {
   test(`retry → breaker [${surface}]: each attempt is a breaker call, and the breaker opened by the attempts ends the retries`, async () => {
     await inWorld(surface, { retry: quick, breaker: { consecutiveFailures: 2 } }, async (w) => {
@@ -90,34 +105,24 @@ for (const surface of RETRYING) {
 
   test(`retry → limiter without a queue [${surface}]: a retry refused 'limit' after its wait; a first attempt refused is not retried`, async () => {
     await inWorld(surface, { algorithm: 'fixed', initialLimit: 1, queue: false, breaker: false, retry: steady(50) }, async (w) => {
-      let holder
-      w.rx.onRetry(() => (holder ??= w.rx.acquire(KEY)))
-      const o = await w.call('/seq/a/500,200')
-      assert.equal(w.up.hits('/seq/a/500,200'), 1)
-      assert.deepEqual(w.rejects.map((e) => [e.reason, e.attempt]), [['limit', 2]])
-      assertRefusedRetry(w, o, 500, 'limit')
+      const holder = await retryRefused(w, 'limit')
       const first = await w.call('/status/500')
       assert.equal(first.reason, 'limit')
       assert.equal(w.up.hits('/status/500'), 0)
       assert.equal(w.stats().retries, 1, 'a refusal of our own is never retried')
-      ;(await holder).release()
+      holder.release()
     })
   })
 
   test(`retry → bulkhead [${surface}]: a retry takes a bulkhead place again; refused there, it is not retried`, async () => {
     await inWorld(surface, { breaker: false, bulkhead: { maxConcurrent: 1 }, retry: steady(50) }, async (w) => {
-      let holder
-      w.rx.onRetry(() => (holder ??= w.rx.acquire(KEY)))
-      const o = await w.call('/seq/a/500,200')
-      assert.equal(w.up.hits('/seq/a/500,200'), 1)
-      assert.deepEqual(w.rejects.map((e) => [e.reason, e.attempt]), [['bulkhead', 2]])
-      assertRefusedRetry(w, o, 500, 'bulkhead')
+      const holder = await retryRefused(w, 'bulkhead')
       // A first attempt the bulkhead refuses is refused at once, never retried.
       const first = await w.call('/status/500')
       assert.equal(first.reason, 'bulkhead')
       assert.equal(w.stats().retries, 1)
       assert.equal(w.stats().rejections.bulkhead, 2)
-      ;(await holder).release()
+      holder.release()
       assert.equal(w.stats().bulkheadActive, 0)
     })
   })

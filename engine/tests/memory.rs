@@ -4,9 +4,12 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use steps::first_attempt;
+
+#[path = "support/steps.rs"]
+mod steps;
 
 use resilix_engine::quota::{QuotaDim, QuotaOptions};
-use resilix_engine::retry::Settled;
 use resilix_engine::{
     tenant_id, Acquired, Engine, PolicyOptions, PolicySet, Priority, RegistryOptions, RetryPolicy,
     Verdict, NANOS_PER_MS,
@@ -166,13 +169,7 @@ fn measure_with(policies: PolicyOptions, retry: bool, tenants: bool, overload: b
             e.settle(h, p, v, t + 10 * NANOS_PER_MS).unwrap().unwrap();
         }
         if retry {
-            let s = Settled {
-                attempts: 1,
-                verdict: Verdict::Failure,
-                hint_ns: None,
-                remaining_ns: None,
-                previous_delay_ns: 0,
-            };
+            let s = first_attempt(Verdict::Failure);
             e.retry(h, &RetryPolicy::default(), &s, t + 20 * NANOS_PER_MS)
                 .unwrap();
         }

@@ -21,11 +21,15 @@
 //! probes out than `halfOpenProbes`, window counts stay consistent.
 
 use std::collections::HashMap;
+use steps::{algorithm, cases};
+
+#[path = "support/steps.rs"]
+mod steps;
 
 use proptest::prelude::*;
 use resilix_engine::{
-    Acquired, Algorithm, BreakerOptions, BulkheadOptions, Engine, KeyHandle, LimiterOptions,
-    PolicyOptions, QueueOptions, RegistryError, RegistryOptions, Verdict, Worth, NANOS_PER_MS,
+    Acquired, BreakerOptions, BulkheadOptions, Engine, KeyHandle, LimiterOptions, PolicyOptions,
+    QueueOptions, RegistryError, RegistryOptions, Verdict, Worth, NANOS_PER_MS,
 };
 
 const KEYS: usize = 6;
@@ -84,12 +88,7 @@ fn ms_opt() -> impl Strategy<Value = u64> {
 }
 
 fn limiter() -> impl Strategy<Value = LimiterOptions> {
-    let algorithm = prop_oneof![
-        Just(Algorithm::Vegas),
-        Just(Algorithm::Gradient2),
-        Just(Algorithm::Aimd),
-        Just(Algorithm::Fixed)
-    ];
+    let algorithm = algorithm();
     let bounds = prop_oneof![
         Just((1u32, 1u32)),
         (1u32..6, 0u32..6).prop_map(|(a, d)| (a, a + d)),
@@ -490,15 +489,10 @@ fn run(opts: PolicyOptions, max_keys: u32, seed: u64, start: u64, ops: &[Op]) {
 /// 800 cases of up to 300 steps: about 7 s in the dev profile on an idle 2-core machine,
 /// 15 s at load 6 (0.3 s in release).
 /// `PROPTEST_CASES=20000 cargo test -p resilix-engine --test properties` for a longer hunt.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(800)
-}
+const CASES: u32 = 800;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 2_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(CASES), max_shrink_iters: 2_000, ..ProptestConfig::default() })]
 
     #[test]
     fn accounting_holds_under_random_operations(
@@ -582,7 +576,7 @@ fn breaker_op() -> impl Strategy<Value = BreakerOp> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 2_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(CASES), max_shrink_iters: 2_000, ..ProptestConfig::default() })]
 
     /// The breaker's state machine on its own: only legal transitions, one per call at most, an
     /// open breaker refuses for `openMs`, and a half-open cycle never has more probes out than

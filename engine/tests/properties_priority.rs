@@ -20,12 +20,16 @@
 //! - a waiter leaves once: leaving a level nobody waits at is refused, and nothing changes.
 
 use std::collections::VecDeque;
+use steps::{algorithm, cases, tick};
+
+#[path = "support/steps.rs"]
+mod steps;
 
 use proptest::prelude::*;
 use resilix_engine::priority::{class_of, LEVELS};
 use resilix_engine::{
-    Acquired, Algorithm, BreakerOptions, Engine, KeyHandle, LimiterOptions, PolicyOptions,
-    QueueOptions, QueueRefusal, RegistryOptions, RejectReason, Verdict, NANOS_PER_MS,
+    Acquired, BreakerOptions, Engine, KeyHandle, LimiterOptions, PolicyOptions, QueueOptions,
+    QueueRefusal, RegistryOptions, RejectReason, Verdict, NANOS_PER_MS,
 };
 
 #[derive(Clone, Debug)]
@@ -78,12 +82,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn limiter() -> impl Strategy<Value = LimiterOptions> {
-    let algorithm = prop_oneof![
-        Just(Algorithm::Vegas),
-        Just(Algorithm::Gradient2),
-        Just(Algorithm::Aimd),
-        Just(Algorithm::Fixed)
-    ];
+    let algorithm = algorithm();
     let queue = prop_oneof![
         1 => Just(None),
         4 => (1.0f64..4.0, 0.0f64..3.0, prop_oneof![1u32..4, 4u32..200, Just(20_000u32)])
@@ -160,11 +159,7 @@ impl Harness {
         let (k, now) = (self.key, self.now);
         match op {
             Op::Tick(d, back) => {
-                self.now = if *back {
-                    now.saturating_sub(*d)
-                } else {
-                    now.saturating_add(*d)
-                };
+                self.now = tick(now, *d, *back, false);
             }
             Op::Acquire(level, budget) => {
                 let nobody = self.waiters() == 0;
@@ -380,15 +375,10 @@ fn run(opts: LimiterOptions, breaker: bool, seed: u64, start: u64, ops: &[Op]) {
 /// 1 500 cases of up to 300 steps: 1 to 3 s in the dev profile
 /// on a 2-core machine at load 6 to 8.
 /// `PROPTEST_CASES=20000 cargo test -p resilix-engine --test properties_priority` for a longer hunt.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_500)
-}
+const CASES: u32 = 1_500;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(CASES), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
 
     #[test]
     fn levels_order_the_queue_under_random_operations(

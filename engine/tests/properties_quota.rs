@@ -38,6 +38,10 @@ use resilix_engine::{
     Acquired, Algorithm, BulkheadOptions, Costed, Engine, KeyHandle, LimiterOptions, PolicyOptions,
     QueueOptions, RegistryOptions, Verdict, NANOS_PER_MS,
 };
+use steps::{cases, tick};
+
+#[path = "support/steps.rs"]
+mod steps;
 
 const LEVELS: u8 = 20;
 const MAX_MS: u64 = 2_147_483_647;
@@ -346,11 +350,7 @@ impl Harness {
     fn step(&mut self, op: &Op) {
         match op {
             Op::Tick(d, back) => {
-                self.now = if *back && !self.monotonic {
-                    self.now.saturating_sub(*d)
-                } else {
-                    self.now.saturating_add(*d)
-                };
+                self.now = tick(self.now, *d, *back, self.monotonic);
             }
             Op::New(level, costs, budget) => {
                 if self.ask(*level, *costs, *budget, false) == Some(false) {
@@ -624,15 +624,10 @@ fn run(
 /// 1 500 cases of up to 200 steps: 1 to 3 s in the dev profile
 /// on a 2-core machine at load 6 to 8.
 /// `PROPTEST_CASES=20000 cargo test -p resilix-engine --test properties_quota` for a longer hunt.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_500)
-}
+const CASES: u32 = 1_500;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(CASES), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
 
     #[test]
     fn quota_accounting_holds_under_random_operations(

@@ -18,6 +18,10 @@
 use proptest::prelude::*;
 use resilix_engine::quota::{Costs, Quota, QuotaCheck, QuotaDim, QuotaOptions, COSTS, MAX_DIMS};
 use resilix_engine::NANOS_PER_MS;
+use steps::cases;
+
+#[path = "support/steps.rs"]
+mod steps;
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -202,15 +206,10 @@ fn run(opts: QuotaOptions, wait_ms: u64, start: u64, ops: &[Op]) {
 /// 1 500 cases of up to 300 steps: 1 to 3 s in the dev profile
 /// on a 2-core machine at load 6 to 8.
 /// `PROPTEST_CASES=20000 cargo test -p resilix-engine --test properties_quota_fleet` for a longer hunt.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_500)
-}
+const CASES: u32 = 1_500;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(CASES), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
 
     #[test]
     fn a_shared_quota_spends_only_its_lease_or_its_share(

@@ -25,6 +25,10 @@ use resilix_engine::{
     Acquired, BudgetOptions, Decision, Engine, Jitter, PolicyOptions, Refusal, RegistryOptions,
     RetryOn, RetryPolicy, Verdict, NANOS_PER_MS,
 };
+use steps::{cases, first_attempt, step_ns, tick};
+
+#[path = "support/steps.rs"]
+mod steps;
 
 fn verdict() -> impl Strategy<Value = Verdict> {
     (0usize..7).prop_map(|i| Verdict::ALL[i])
@@ -96,15 +100,8 @@ fn settled() -> impl Strategy<Value = Settled> {
         )
 }
 
-/// Cases: `PROPTEST_CASES` or each property's own (1 to 3 s in the dev profile on a
-/// 2-core machine at load 6 to 8).
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
+// Each property's own cases (`PROPTEST_CASES` overrides): 1 to 3 s in the dev profile on a
+// 2-core machine at load 6 to 8.
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(2_000), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
 
@@ -249,12 +246,7 @@ fn op() -> impl Strategy<Value = Op> {
         4 => verdict().prop_map(Op::Call),
         4 => any::<bool>().prop_map(Op::Retry),
         3 => (
-            prop_oneof![
-                4 => 0u64..500 * NANOS_PER_MS,
-                1 => Just(0u64),
-                1 => 0u64..30_000 * NANOS_PER_MS,
-                1 => 0u64..48 * 3_600_000 * NANOS_PER_MS
-            ],
+            step_ns(500, 30_000),
             prop_oneof![5 => Just(false), 1 => Just(true)]
         )
             .prop_map(|(d, back)| Op::Tick(d, back)),
@@ -305,11 +297,7 @@ fn run_budget(opts: BudgetOptions, start: u64, monotonic: bool, ops: &[Op]) {
     for op in ops {
         match op {
             Op::Tick(d, back) => {
-                now = if *back && !monotonic {
-                    now.saturating_sub(*d)
-                } else {
-                    now.saturating_add(*d)
-                };
+                now = tick(now, *d, *back, monotonic);
                 latest = latest.max(now);
             }
             Op::Call(v) => {
@@ -317,13 +305,7 @@ fn run_budget(opts: BudgetOptions, start: u64, monotonic: bool, ops: &[Op]) {
                 firsts.push(latest);
             }
             Op::Retry(runs) => {
-                let s = Settled {
-                    attempts: 1,
-                    verdict: Verdict::Failure,
-                    hint_ns: None,
-                    remaining_ns: None,
-                    previous_delay_ns: 0,
-                };
+                let s = first_attempt(Verdict::Failure);
                 match e.retry(k, &policy, &s, now).unwrap() {
                     Decision::Retry { .. } => {
                         if *runs {

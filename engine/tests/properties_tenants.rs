@@ -25,15 +25,10 @@ use resilix_engine::tenants::{tenant_id, Tenants, HALF_LIFE_MS, MAX_TENANTS, NEW
 use resilix_engine::{
     Acquired, Engine, PolicyOptions, Priority, RegistryOptions, Verdict, NANOS_PER_MS,
 };
+use steps::{cases, tick};
 
-/// Cases: `PROPTEST_CASES` or each property's own (1 to 3 s in the dev profile on a
-/// 2-core machine at load 6 to 8).
-fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "support/steps.rs"]
+mod steps;
 
 #[derive(Clone, Debug)]
 enum Call {
@@ -157,11 +152,7 @@ fn run_model(honest: usize, fixed_flooder: bool, start: u64, ops: &[Op]) {
     for op in ops {
         let (name, slot, who) = match op {
             Op::Tick(d, back) => {
-                now = if *back {
-                    now.saturating_sub(*d)
-                } else {
-                    now.saturating_add(*d)
-                };
+                now = tick(now, *d, *back, false);
                 continue;
             }
             Op::Honest(i, slot) => (names[i % honest].clone(), *slot, Some(i % honest)),
@@ -198,6 +189,8 @@ fn run_model(honest: usize, fixed_flooder: bool, start: u64, ops: &[Op]) {
     }
 }
 
+// Each property's own cases (`PROPTEST_CASES` overrides): 1 to 3 s in the dev profile on a
+// 2-core machine at load 6 to 8.
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(800), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
 
@@ -214,7 +207,7 @@ proptest! {
         for c in &calls {
             match c {
                 Call::Tick(d, back) => {
-                    now = if *back { now.saturating_sub(*d) } else { now.saturating_add(*d) };
+                    now = tick(now, *d, *back, false);
                 }
                 Call::Run(n, p, slot) => {
                     let name = if *n == 0 {

@@ -25,11 +25,14 @@
 //! exact change of the counts on a settle and their bounds by the model.
 
 use proptest::prelude::*;
-use resilix_engine::retry::Settled;
 use resilix_engine::{
     Acquired, Decision, Engine, KeyHandle, PolicyOptions, Refusal, RegistryOptions, RejectReason,
     RetryPolicy, ThrottleOptions, Verdict, NANOS_PER_MS,
 };
+use steps::{cases, first_attempt, step_ns, tick};
+
+#[path = "support/steps.rs"]
+mod steps;
 
 const MAX_MS: u64 = 2_147_483_647;
 const BUCKETS: u64 = 20;
@@ -70,12 +73,7 @@ fn op() -> impl Strategy<Value = Op> {
         6 => (any::<usize>(), verdict(), seen).prop_map(|(i, v, s)| Op::Settle(i, v, s)),
         1 => verdict().prop_map(Op::Retry),
         3 => (
-            prop_oneof![
-                4 => 0u64..2_000 * NANOS_PER_MS,
-                1 => Just(0u64),
-                1 => 0u64..120_000 * NANOS_PER_MS,
-                1 => 0u64..48 * 3_600_000 * NANOS_PER_MS
-            ],
+            step_ns(2_000, 120_000),
             any::<bool>()
         )
             .prop_map(|(d, back)| Op::Tick(d, back)),
@@ -164,11 +162,7 @@ impl Harness {
     fn step(&mut self, op: &Op) {
         match op {
             Op::Tick(d, back) => {
-                self.now = if *back && !self.monotonic {
-                    self.now.saturating_sub(*d)
-                } else {
-                    self.now.saturating_add(*d)
-                };
+                self.now = tick(self.now, *d, *back, self.monotonic);
             }
             Op::Acquire => self.acquire(false),
             Op::AcquireWithPass => self.acquire(true),
@@ -207,13 +201,7 @@ impl Harness {
                     max_attempts: 10,
                     ..RetryPolicy::default()
                 };
-                let s = Settled {
-                    attempts: 1,
-                    verdict: *v,
-                    hint_ns: None,
-                    remaining_ns: None,
-                    previous_delay_ns: 0,
-                };
+                let s = first_attempt(*v);
                 let d = self.engine.retry(self.key, &policy, &s, self.now).unwrap();
                 if d == Decision::Stop(Refusal::Throttle) {
                     self.refused(before);
@@ -318,12 +306,7 @@ fn run(opts: ThrottleOptions, seed: u64, start: u64, monotonic: bool, ops: &[Op]
 /// 2 000 cases of up to 300 steps: 1 to 3 s in the dev profile
 /// on a 2-core machine at load 6 to 8.
 /// `PROPTEST_CASES=20000 cargo test -p resilix-engine --test properties_throttle` for a longer hunt.
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2_000)
-}
+const CASES: u32 = 2_000;
 
 fn real() -> impl Strategy<Value = f64> {
     prop_oneof![
@@ -344,7 +327,7 @@ fn real() -> impl Strategy<Value = f64> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(CASES), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
 
     #[test]
     fn throttle_follows_its_formula_under_random_operations(
@@ -398,7 +381,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(CASES), max_shrink_iters: 4_000, ..ProptestConfig::default() })]
 
     /// Any multiplier, window or highest probability out of range is an error naming the
     /// option, never a panic.

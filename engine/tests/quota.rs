@@ -7,11 +7,15 @@ use resilix_engine::quota::{
     bucket_ns, Costs, Quota, QuotaCheck, QuotaDim, QuotaOptions, SlidingWindow, BUCKETS, COSTS,
     DEFAULT_COOLDOWN_NS, LATE_ARRIVAL_MS,
 };
-use resilix_engine::quota_headers::{read_header_block, DimReading, Dimension, Reading};
+use resilix_engine::quota_headers::{read_header_block, Dimension, Reading};
 use resilix_engine::{
     Acquired, BulkheadOptions, Costed, Engine, KeyHandle, PolicyOptions, RegistryOptions,
     RejectReason, Verdict, NANOS_PER_MS,
 };
+use steps::reading;
+
+#[path = "support/steps.rs"]
+mod steps;
 
 const T0: u64 = 1_000 * NANOS_PER_MS;
 const REQ: usize = 0;
@@ -234,18 +238,6 @@ fn a_new_call_waits_behind_the_waiters_and_the_head_is_not_held_back_by_them() {
     assert_eq!(q.check(ready, &big, u64::MAX, true), QuotaCheck::Take);
     assert!(q.dequeue(&big));
     assert!(!q.dequeue(&big), "nobody waits any more");
-}
-
-fn reading(dim: Dimension, limit: u64, remaining: u64, reset_ms: u64) -> Reading {
-    Reading {
-        dims: vec![DimReading {
-            dim,
-            limit: Some(limit),
-            remaining: Some(remaining),
-            reset_ns: Some(reset_ms * NANOS_PER_MS),
-        }],
-        retry_after_ns: None,
-    }
 }
 
 #[test]
@@ -607,15 +599,7 @@ fn usage_settled_past_any_count_is_judged_not_overflowed() {
         q.adjust(ms(1), ms(0), &huge);
     }
     // A reading caps the tokens too: its count grows the same way.
-    let reading = Reading {
-        dims: vec![DimReading {
-            dim: Dimension::Tokens,
-            limit: Some(1_000),
-            remaining: Some(500),
-            reset_ns: Some(1_000 * NANOS_PER_MS),
-        }],
-        retry_after_ns: None,
-    };
+    let reading = reading(Dimension::Tokens, 1_000, 500, 1_000);
     q.observe(ms(2), &reading, false, ms(0), &call(10));
     for _ in 0..2_100 {
         q.adjust(ms(3), ms(2), &huge);

@@ -6,10 +6,14 @@
 
 use resilix_engine::quota::{Costs, Quota, QuotaCheck, QuotaDim, QuotaOptions, COSTS, MAX_DIMS};
 use resilix_engine::quota_fleet::FleetMode;
-use resilix_engine::quota_headers::{DimReading, Dimension, Reading};
+use resilix_engine::quota_headers::Dimension;
 use resilix_engine::{
     Acquired, BreakerState, Costed, Engine, PolicyOptions, RegistryOptions, Verdict, NANOS_PER_MS,
 };
+use steps::reading;
+
+#[path = "support/steps.rs"]
+mod steps;
 
 const T0: u64 = 1_000 * NANOS_PER_MS;
 const REQ: usize = 0;
@@ -48,6 +52,19 @@ fn call(tokens: u64) -> Costs {
     c
 }
 
+/// At `now`, a call of `big` tokens waits while one of `small` is taken at once.
+#[track_caller]
+fn waits_but_fits(q: &mut Quota, now: u64, big: u64, small: u64) {
+    assert!(matches!(
+        q.check(now, &call(big), u64::MAX, false),
+        QuotaCheck::Wait(_)
+    ));
+    assert_eq!(
+        q.check(now, &call(small), u64::MAX, false),
+        QuotaCheck::Take
+    );
+}
+
 fn lease(q: &mut Quota, requests: u64, tokens: u64, until: u64) -> [u64; MAX_DIMS] {
     q.fleet_mut()
         .unwrap()
@@ -83,15 +100,7 @@ fn calls_spend_the_lease_until_it_runs_out_then_wait() {
         q.take(ms(1), &call(400));
     }
     assert_eq!(&q.fleet().unwrap().left()[..2], &[8, 200]);
-    assert!(matches!(
-        q.check(ms(2), &call(400), u64::MAX, false),
-        QuotaCheck::Wait(_)
-    ));
-    // A smaller one still fits.
-    assert_eq!(
-        q.check(ms(2), &call(200), u64::MAX, false),
-        QuotaCheck::Take
-    );
+    waits_but_fits(&mut q, ms(2), 400, 200);
 }
 
 #[test]
@@ -225,14 +234,7 @@ fn a_store_lost_again_soon_after_it_came_back_keeps_the_share() {
     q.fall_back(ms(1_100), &[25, 2_500], false);
     // Past the window after the rejoin (7 000 ms), still lost: a call past the share of 2 500
     // tokens waits, it does not take the whole budget of 10 000.
-    assert!(matches!(
-        q.check(ms(7_500), &call(3_000), u64::MAX, false),
-        QuotaCheck::Wait(_)
-    ));
-    assert_eq!(
-        q.check(ms(7_500), &call(2_000), u64::MAX, false),
-        QuotaCheck::Take
-    );
+    waits_but_fits(&mut q, ms(7_500), 3_000, 2_000);
 }
 
 #[test]
@@ -258,15 +260,7 @@ fn a_header_reading_gives_the_store_a_floor_for_the_fleet_window() {
     let mut q = shared();
     lease(&mut q, 100, 10_000, ms(1_000));
     q.take(ms(0), &call(100));
-    let reading = Reading {
-        dims: vec![DimReading {
-            dim: Dimension::Tokens,
-            limit: Some(10_000),
-            remaining: Some(1_000),
-            reset_ns: Some(2_000 * NANOS_PER_MS),
-        }],
-        retry_after_ns: None,
-    };
+    let reading = reading(Dimension::Tokens, 10_000, 1_000, 2_000);
     q.observe(ms(5), &reading, false, ms(0), &call(100));
     assert_eq!(&q.fleet().unwrap().floors()[..2], &[0, 9_000]);
     // Told with the next lease: the floor goes.

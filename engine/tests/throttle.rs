@@ -8,6 +8,10 @@ use resilix_engine::{
     Acquired, BreakerOptions, Decision, Engine, KeyHandle, LimiterOptions, PolicyOptions,
     RegistryOptions, RejectReason, RetryPolicy, ThrottleOptions, Verdict, NANOS_PER_MS,
 };
+use steps::first_attempt;
+
+#[path = "support/steps.rs"]
+mod steps;
 
 const T0: u64 = 1_000 * NANOS_PER_MS;
 
@@ -93,13 +97,7 @@ fn healthy_calls_draw_no_randomness() {
         for i in 0..1_000 {
             run(&mut e, h, ms(i), Verdict::Success);
         }
-        let s = Settled {
-            attempts: 1,
-            verdict: Verdict::Failure,
-            hint_ns: None,
-            remaining_ns: None,
-            previous_delay_ns: 0,
-        };
+        let s = first_attempt(Verdict::Failure);
         e.retry(h, &RetryPolicy::default(), &s, ms(1_000)).unwrap()
     };
     let on = delay(Some(ThrottleOptions::default()));

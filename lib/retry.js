@@ -1,7 +1,7 @@
 'use strict'
 // A retrying call (ADR 0900). Retry is the outermost policy: each attempt goes through
-// breaker → quota → throttle → limiter → bulkhead → timeout like any call, with its own permit, and its verdict
-// and latency are a normal sample. The engine decides whether a settled attempt is retried and
+// breaker → quota → throttle → limiter → bulkhead → timeout like any call, with its own permit,
+// and its verdict and latency are a normal sample. The engine decides whether a settled attempt is retried and
 // after how long (retryDecide: verdict, attempts, breaker, deadline, budget); this loop waits,
 // reads Retry-After, keeps the one deadline, the caller's signal and close(), and answers with
 // exactly what the last attempt produced.

@@ -398,6 +398,8 @@ export interface KeyStats {
   queueRefusalsByPriority: Record<Priority, number>
   /** Tenants whose recent use of the key is tracked (at most 128, and 32 newcomers). */
   tenants: number
+  /** The probability, 0 to 1, that the adaptive throttle refuses a call now: 0 when it is off or its window holds no overload. */
+  throttleProbability: number
   /** Retries made on this key since it was created. */
   retries: number
   /** Retries its retry budget refused since the key was created (the call ended with its last attempt's outcome). */

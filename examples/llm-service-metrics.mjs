@@ -13,7 +13,10 @@ const WINDOW_MS = 2000
 let windowStart = Date.now()
 let served = 0
 const llm = http.createServer((req, res) => {
-  if (Date.now() - windowStart >= WINDOW_MS) (windowStart = Date.now()), (served = 0)
+  if (Date.now() - windowStart >= WINDOW_MS) {
+    windowStart = Date.now()
+    served = 0
+  }
   if (++served > 4) return res.writeHead(429, { 'retry-after': '1' }).end()
   setTimeout(() => {
     res.writeHead(200, { 'content-type': 'application/json' })

@@ -398,6 +398,8 @@ export interface KeyStats {
   queueRefusalsByPriority: Record<Priority, number>
   /** Tenants whose recent use of the key is tracked (at most 128, and 32 newcomers). */
   tenants: number
+  /** The probability, 0 to 1, that the adaptive throttle refuses a call now: 0 when it is off or its window holds no overload. */
+  throttleProbability: number
   /** Retries made on this key since it was created. */
   retries: number
   /** Retries its retry budget refused since the key was created (the call ended with its last attempt's outcome). */
@@ -505,6 +507,38 @@ export interface CallLeaveMessage {
   reason: 'timeout' | 'abort' | 'close'
   /** Time it waited, ms. */
   waitMs: number
+}
+/** On `'resilix:call:retry'`: a call's next attempt starts after `delayMs`. */
+export interface CallRetryMessage {
+  rx: Resilix
+  key: string
+  /** The attempt about to start: 2 for the first retry. */
+  attempt: number
+  delayMs: number
+  /** The verdict of the attempt retried. */
+  reason: Verdict
+}
+/** On `'resilix:quota:wait'`: a call starts waiting for its quota's budget. */
+export interface QuotaWaitMessage {
+  rx: Resilix
+  key: string
+}
+/** On `'resilix:quota:resume'`: a call stops waiting for budget. */
+export interface QuotaResumeMessage {
+  rx: Resilix
+  key: string
+  /** Time it waited, ms; null when nobody subscribed to this channel as it began waiting. */
+  waitMs: number | null
+  /** Budget granted (it goes on to the limiter), refused, or it left (deadline, abort, close). */
+  outcome: 'granted' | 'refused' | 'left'
+}
+/** On `'resilix:quota:store'`: a key's shared quota store changed state. */
+export interface QuotaStoreMessage {
+  rx: Resilix
+  key: string
+  state: 'leased' | 'fallback' | 'refusing'
+  /** The store's error, for 'fallback' and 'refusing'. */
+  error?: string
 }
 
 export declare class Resilix {

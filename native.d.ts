@@ -270,6 +270,8 @@ export interface NativeStats {
   queueRefusalsByPriority: NativePriorityCounts
   /** Tenants whose recent usage the key tracks (at most 16). */
   tenants: number
+  /** The throttle's refusal probability now (0 when off or without overload in its window). */
+  throttleProbability: number
   /** Retries granted since the key was created. */
   retries: number
   /** Retries its retry budget refused since the key was created. */

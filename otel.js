@@ -7,6 +7,7 @@
 // optional peer dependency, required only when no meter is given.
 
 const { BUCKETS, STATES, checkArguments, peer, listen, snapshots, instrumentation } = require('./lib/metrics/common')
+const { SERIES, ATTRIBUTES } = require('./lib/metrics/policies')
 const { version } = require('./package.json')
 
 const MODULE = 'resilix/otel'
@@ -48,7 +49,10 @@ function instrument(rx, options) {
     description: 'The circuit breaker state: 1 for the current state (resilix.breaker.state), 0 for the others',
     unit: '{breaker}',
   })
-  const observables = [limit, active, queued, breaker]
+  // Every policy's figures (ADR 1230), observed from the same snapshot.
+  const create = { counter: 'createObservableCounter', updown: 'createObservableUpDownCounter', gauge: 'createObservableGauge' }
+  const policies = SERIES.map((series) => [series, meter[create[series.kind]](series.otel, { description: series.help, unit: series.unit })])
+  const observables = [limit, active, queued, breaker, ...policies.map(([, o]) => o)]
 
   const collect = (result) => {
     for (const [key, s] of Object.entries(snapshot())) {
@@ -59,6 +63,7 @@ function instrument(rx, options) {
       if (s.breaker !== null) {
         for (const state of STATES) result.observe(breaker, s.breaker === state ? 1 : 0, { ...a, 'resilix.breaker.state': state })
       }
+      for (const [series, o] of policies) series.read(s, (labels, value) => result.observe(o, value, attributes(key, labels)))
     }
   }
   meter.addBatchObservableCallback(collect, observables)
@@ -81,6 +86,13 @@ function instrument(rx, options) {
     unlisten()
     meter.removeBatchObservableCallback(collect, observables)
   })
+}
+
+/** OpenTelemetry attributes of a key's series with `labels` (lib/metrics/policies.js). */
+function attributes(key, labels) {
+  const a = { 'resilix.key': key }
+  for (const [k, v] of Object.entries(labels)) a[ATTRIBUTES[k]] = v
+  return a
 }
 
 module.exports = { instrument }

@@ -5,6 +5,7 @@
 // one rx.stats() per scrape. prom-client is an optional peer dependency, required here only.
 
 const { BUCKETS, VERDICTS, REJECT_REASONS, STATES, checkArguments, peer, listen, snapshots, instrumentation } = require('./lib/metrics/common')
+const { SERIES } = require('./lib/metrics/policies')
 
 const MODULE = 'resilix/prometheus'
 
@@ -72,6 +73,24 @@ function instrument(rx, options) {
       ['key', 'state'],
     ),
   ]
+  // Every policy's figures (ADR 1230): counters read from stats() are set, not incremented.
+  for (const series of SERIES) {
+    const Metric = series.kind === 'counter' ? client.Counter : client.Gauge
+    gauges.push(
+      new Metric({
+        name: series.prom,
+        help: series.help,
+        labelNames: ['key', ...series.labels],
+        registers,
+        collect() {
+          this.reset()
+          for (const [key, s] of Object.entries(snapshot())) {
+            series.read(s, (labels, value) => (series.kind === 'counter' ? this.inc({ key, ...labels }, value) : this.set({ key, ...labels }, value)))
+          }
+        },
+      }),
+    )
+  }
 
   const unlisten = listen(rx, {
     settle: (m) => {

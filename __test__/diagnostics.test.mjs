@@ -1,6 +1,7 @@
 // Per-call events on node:diagnostics_channel: one `resilix:call:settle` per call that ran (or
 // permit), one `resilix:call:reject` per refusal, one `resilix:call:leave` per call that left the
-// queue; the times they carry; calls admitted while nobody subscribes are not timed.
+// queue; the times they carry; calls admitted while nobody subscribes are not timed. Retries,
+// quota waits and the quota store's state changes on their own channels.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import dc from 'node:diagnostics_channel'
@@ -10,6 +11,8 @@ import { fileURLToPath } from 'node:url'
 import { Agent } from 'undici'
 import { Resilix } from '../index.js'
 import { interceptor } from '../undici.js'
+import { redisQuotaStore } from '../redis.js'
+import { startPolicyUpstream, failingStore } from './fixtures/policy-upstream.mjs'
 import { sleep, deferred, fixed, keepAlive } from './helpers.mjs'
 
 /** Records this test's instance's messages on the three channels; `stop()` unsubscribes. */
@@ -166,4 +169,68 @@ test('a subscriber that throws does not disturb the call or its accounting', () 
   `
   const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }))
   assert.deepEqual(out, { v: 7, inflight: 0, success: 1, uncaught: ['subscriber bug'] })
+})
+
+/** This instance's messages on `names` (channel names), in order as [name, message]; `stop()` unsubscribes. */
+function recordAll(rx, names) {
+  const seen = []
+  const subs = names.map((name) => {
+    const f = (m) => m.rx === rx && seen.push([name, m])
+    dc.subscribe(name, f)
+    return () => dc.unsubscribe(name, f)
+  })
+  seen.stop = () => subs.forEach((u) => u())
+  return seen
+}
+
+test('retries on resilix:call:retry, with the attempt, its delay and the verdict retried', async () => {
+  const up = await startPolicyUpstream()
+  const rx = new Resilix({ breaker: false, throttle: false, retry: { attempts: 3, baseMs: 0, maxDelayMs: 0 } })
+  const seen = recordAll(rx, ['resilix:call:retry'])
+  try {
+    const res = await up.get(rx, 'up', '/overloaded')
+    assert.equal(res.status, 429)
+    assert.deepEqual(seen.map(([, m]) => [m.key, m.attempt, m.delayMs, m.reason]), [['up', 2, 0, 'overload'], ['up', 3, 0, 'overload']])
+    seen.stop()
+    await up.get(rx, 'up', '/overloaded')
+    assert.equal(seen.length, 2, 'nothing after unsubscribing')
+  } finally {
+    seen.stop()
+    rx.close()
+    await up.close()
+  }
+})
+
+test('a quota wait on resilix:quota:wait and resilix:quota:resume (granted, or left), a store fallback on resilix:quota:store', async () => {
+  const up = await startPolicyUpstream()
+  // One request a second: the second call waits for the budget to come back, the third leaves.
+  const rx = new Resilix({ quota: { requests: 1, windowMs: 1000 }, quotaStore: redisQuotaStore(failingStore(), { processes: 1 }) })
+  const seen = recordAll(rx, ['resilix:quota:wait', 'resilix:quota:resume', 'resilix:quota:store'])
+  try {
+    await up.get(rx, 'llm', '/ok')
+    await up.get(rx, 'llm', '/ok', { timeoutMs: 10_000 })
+    const ac = new AbortController()
+    const left = up.get(rx, 'llm', '/ok', { timeoutMs: 10_000, signal: ac.signal })
+    await sleep(20)
+    ac.abort()
+    await assert.rejects(left, { name: 'AbortError' })
+    const names = seen.map(([name, m]) => [name, m.key, m.state ?? m.outcome ?? null])
+    // The first call waits for the store's first answer, which fails: the key falls back.
+    assert.deepEqual(names, [
+      ['resilix:quota:wait', 'llm', null],
+      ['resilix:quota:store', 'llm', 'fallback'],
+      ['resilix:quota:resume', 'llm', 'granted'],
+      ['resilix:quota:wait', 'llm', null],
+      ['resilix:quota:resume', 'llm', 'granted'],
+      ['resilix:quota:wait', 'llm', null],
+      ['resilix:quota:resume', 'llm', 'left'],
+    ])
+    assert.equal(seen[1][1].error, 'store down')
+    const granted = seen[4][1]
+    assert.ok(granted.waitMs > 100 && granted.waitMs < 5000, `waited for the budget to come back: ${granted.waitMs} ms`)
+  } finally {
+    seen.stop()
+    rx.close()
+    await up.close()
+  }
 })

@@ -18,6 +18,8 @@ const expected = {
   'undici-interceptor.mjs':
     /10 parallel fetches ok[\s\S]*\/busy: HTTP 503[\s\S]*\/slow: timed out[\s\S]*while streaming: 1\n\/events: latency sample \d{3,} ms[\s\S]*slot freed after[\s\S]*refused by resilix \(limit\)[\s\S]*inflight 0/,
   'streaming-sse.mjs': /pattern 1: 4 streams[\s\S]*pattern 2: slot held/,
+  'llm-service-metrics.mjs':
+    /while calls wait for budget:\nresilix_retries_total[\s\S]*resilix_quota_spent\{key="[^"]+",budget="0",cost="requests"\} 4\n[\s\S]*resilix_quota_limit\{key="[^"]+",budget="1",cost="tokens"\} 2000\n[\s\S]*resilix_quota_waiting\{key="[^"]+"\} [1-4]\n[\s\S]*answers: [1-8] of 8 ok\nscrape after:[\s\S]*resilix_quota_waiting\{key="[^"]+"\} 0\n/,
   'many-hosts.mjs': /keys alive:[\s\S]*stats\(\) covers 3 keys/,
   'otel-metrics.mjs':
     /collection 1[\s\S]*resilix_call_limit\{resilix_key="payments.example"\} \d+[\s\S]*collection 2[\s\S]*resilix_call_duration_seconds\{resilix_key="payments.example",resilix_verdict="success"\} count \d+/,

@@ -7,7 +7,22 @@ import { MeterProvider, PeriodicExportingMetricReader, InMemoryMetricExporter, A
 import { Resilix } from '../index.js'
 import * as prometheus from '../prometheus.js'
 import * as otel from '../otel.js'
+import { redisQuotaStore } from '../redis.js'
 import { sleep, deferred, keepAlive } from './helpers.mjs'
+import { startPolicyUpstream, failingStore } from './fixtures/policy-upstream.mjs'
+
+/** The series read from stats() for every policy (ADR 1230); the quota's appear only with a quota. */
+const POLICY_SERIES = {
+  prom: [
+    'resilix_retries_total', 'resilix_retry_budget_refusals_total', 'resilix_retry_body_refusals_total', 'resilix_throttle_probability',
+    'resilix_queue_waiting', 'resilix_queue_rejections_total', 'resilix_quota_spent', 'resilix_quota_limit', 'resilix_quota_window_seconds',
+    'resilix_quota_waiting', 'resilix_quota_cooldown_seconds', 'resilix_quota_cooldowns_total', 'resilix_quota_store_state',
+    'resilix_quota_store_errors_total', 'resilix_quota_store_fallbacks_total', 'resilix_quota_store_leases_total', 'resilix_quota_store_latency_seconds',
+  ],
+  otelWithoutQuota: [
+    'resilix.retries', 'resilix.retry.budget_refusals', 'resilix.retry.body_refusals', 'resilix.throttle.probability', 'resilix.queue.waiting', 'resilix.queue.rejections',
+  ],
+}
 
 /**
  * On key 'api' (limit 1, at most 2 waiting): a success of ~30 ms, a 404, a 503, a thrown
@@ -60,7 +75,8 @@ test('resilix/prometheus: prom-client metrics named by its conventions, with the
   assert.deepEqual(Object.keys(byName).sort(), [
     'resilix_breaker_state', 'resilix_call_active', 'resilix_call_duration_seconds', 'resilix_call_limit',
     'resilix_call_queued', 'resilix_call_rejections_total', 'resilix_call_wait_time_seconds', 'resilix_queue_timeouts_total',
-  ])
+    ...POLICY_SERIES.prom,
+  ].sort())
   const value = (name, labels, metricName) =>
     byName[name].values.find((v) => v.metricName === metricName && Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value
   const count = (verdict, key = 'api') => value('resilix_call_duration_seconds', { key, verdict }, 'resilix_call_duration_seconds_count')
@@ -147,7 +163,8 @@ test('resilix/otel: OpenTelemetry metrics named by the semantic conventions, thr
   assert.deepEqual(Object.keys(byName).sort(), [
     'resilix.breaker.state', 'resilix.call.active', 'resilix.call.duration', 'resilix.call.limit', 'resilix.call.queued',
     'resilix.call.rejections', 'resilix.call.wait_time', 'resilix.queue.timeouts',
-  ])
+    ...POLICY_SERIES.otelWithoutQuota,
+  ].sort())
   // Conventions: dotted names under resilix., no _total, durations are histograms in seconds
   // with the advised buckets, counts have a {unit} annotation.
   for (const x of metrics) {
@@ -156,7 +173,7 @@ test('resilix/otel: OpenTelemetry metrics named by the semantic conventions, thr
     if (x.dataPointType === DataPointType.HISTOGRAM) {
       assert.equal(x.descriptor.unit, 's', x.descriptor.name)
       assert.deepEqual(x.dataPoints[0].value.buckets.boundaries, [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10])
-    } else assert.match(x.descriptor.unit, /^\{[a-z]+\}$/, x.descriptor.name)
+    } else assert.match(x.descriptor.unit, /^(\{[a-z]+\}|s|1)$/, x.descriptor.name)
   }
   const point = (name, attrs) =>
     byName[name].dataPoints.find((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v) && Object.keys(p.attributes).length === Object.keys(attrs).length)?.value
@@ -211,4 +228,145 @@ test('resilix/otel: without a meter, the global MeterProvider of @opentelemetry/
     await provider.shutdown()
   }
   assert.throws(() => otel.instrument(new Resilix(), { meter: undefined, bucket: [1] }), /resilix\/otel: unknown option bucket: did you mean buckets\?/)
+})
+
+/**
+ * Retries, retry-budget refusals and throttle refusals on key 'up' of `rx` (one retry allowed per
+ * 10 s, every answer a 429 without a hint): calls until the throttle refuses one.
+ */
+async function retriesAndThrottle(up, rx) {
+  for (let i = 0; i < 200; i++) {
+    const err = await up.get(rx, 'up', '/overloaded').then(() => null, (e) => e)
+    if (err?.reason === 'throttle') return
+  }
+  assert.fail('the throttle never refused a call')
+}
+const retrying = { seed: 1, breaker: false, retry: { attempts: 2, baseMs: 0, maxDelayMs: 0 }, retryBudget: { ratio: 0, minPerSecond: 0.1, windowMs: 10_000 }, throttle: { multiplier: 1 } }
+
+/**
+ * Key 'llm' of a quota of 2 requests a minute shared through a store that fails (the key falls
+ * back): a 200, a 429 with `retry-after: 30` (the key cools down), then a call that waits for
+ * budget. Returns what ends the wait.
+ */
+async function quotaWaitAndCooldown(up, rx) {
+  await up.get(rx, 'llm', '/ok')
+  await up.get(rx, 'llm', '/cooldown')
+  const ac = new AbortController()
+  const waiting = up.get(rx, 'llm', '/ok', { timeoutMs: 120_000, signal: ac.signal })
+  await sleep(20)
+  return async () => {
+    ac.abort()
+    await assert.rejects(waiting, { name: 'AbortError' })
+  }
+}
+const quotaShared = () => ({ quota: { requests: 2, windowMs: 60_000, pace: true }, quotaStore: redisQuotaStore(failingStore(), { processes: 1 }) })
+
+/** The value of the sample `name{labels}` in prom-client's text exposition, or undefined. */
+function sample(text, name, labels) {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).join(',')
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{${want}} `))
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1))
+}
+
+test('resilix/prometheus: every policy in the registry text: retries, retry budget, throttle, quota wait and cooldown, store fallback', async () => {
+  const up = await startPolicyUpstream()
+  const registry = new client.Registry()
+  const rx = new Resilix(retrying)
+  const q = new Resilix(quotaShared())
+  const qRegistry = new client.Registry()
+  const m = prometheus.instrument(rx, { registry })
+  const mq = prometheus.instrument(q, { registry: qRegistry })
+  try {
+    await retriesAndThrottle(up, rx)
+    const text = await registry.metrics()
+    const s = rx.stats('up')
+    assert.match(text, /# TYPE resilix_retries_total counter/)
+    assert.equal(sample(text, 'resilix_retries_total', { key: 'up' }), 1, 'one retry in the budget')
+    assert.ok(s.retryBudgetRefusals >= 1)
+    assert.equal(sample(text, 'resilix_retry_budget_refusals_total', { key: 'up' }), s.retryBudgetRefusals)
+    assert.equal(sample(text, 'resilix_retry_body_refusals_total', { key: 'up' }), 0)
+    assert.ok(s.rejections.throttle >= 1)
+    assert.equal(sample(text, 'resilix_call_rejections_total', { key: 'up', reason: 'throttle' }), s.rejections.throttle)
+    const p = sample(text, 'resilix_throttle_probability', { key: 'up' })
+    assert.ok(p > 0 && p <= 0.9, `the throttle refuses at a probability in (0, 0.9]: ${p}`)
+    assert.equal(sample(text, 'resilix_queue_waiting', { key: 'up', priority: 'normal' }), 0)
+    assert.equal(sample(text, 'resilix_queue_rejections_total', { key: 'up', priority: 'low' }), 0)
+    assert.equal(sample(text, 'resilix_quota_spent', { key: 'up', budget: '0', cost: 'requests' }), undefined, 'no quota, no quota series')
+
+    const stop = await quotaWaitAndCooldown(up, q)
+    const qt = await qRegistry.metrics()
+    assert.equal(sample(qt, 'resilix_quota_spent', { key: 'llm', budget: '0', cost: 'requests' }), 2)
+    assert.equal(sample(qt, 'resilix_quota_limit', { key: 'llm', budget: '0', cost: 'requests' }), 2)
+    assert.equal(sample(qt, 'resilix_quota_window_seconds', { key: 'llm', budget: '0', cost: 'requests' }), 60)
+    assert.equal(sample(qt, 'resilix_quota_waiting', { key: 'llm' }), 1)
+    const cooling = sample(qt, 'resilix_quota_cooldown_seconds', { key: 'llm' })
+    assert.ok(cooling > 20 && cooling <= 30, `a 30 s retry-after cools the key down for up to 30 s: ${cooling}`)
+    assert.equal(sample(qt, 'resilix_quota_cooldowns_total', { key: 'llm' }), 1)
+    assert.equal(sample(qt, 'resilix_quota_store_state', { key: 'llm', state: 'fallback' }), 1)
+    assert.equal(sample(qt, 'resilix_quota_store_state', { key: 'llm', state: 'leased' }), 0)
+    assert.ok(sample(qt, 'resilix_quota_store_errors_total', { key: 'llm' }) >= 1)
+    assert.equal(sample(qt, 'resilix_quota_store_fallbacks_total', { key: 'llm' }), 1)
+    assert.ok(sample(qt, 'resilix_quota_store_leases_total', { key: 'llm' }) >= 1)
+    assert.equal(sample(qt, 'resilix_quota_store_latency_seconds', { key: 'llm' }), 0, 'the store never answered')
+    await stop()
+    assert.equal(sample(await qRegistry.metrics(), 'resilix_quota_waiting', { key: 'llm' }), 0)
+  } finally {
+    m.dispose()
+    mq.dispose()
+    rx.close()
+    q.close()
+    await up.close()
+  }
+})
+
+test('resilix/otel: every policy through the SDK in-memory exporter: retries, retry budget, throttle, quota wait and cooldown, store fallback', async () => {
+  const up = await startPolicyUpstream()
+  const { meter, collect, shutdown } = sdk()
+  const rx = new Resilix(retrying)
+  const q = new Resilix(quotaShared())
+  const m = otel.instrument(rx, { meter })
+  const mq = otel.instrument(q, { meter })
+  try {
+    await retriesAndThrottle(up, rx)
+    const stop = await quotaWaitAndCooldown(up, q)
+    const metrics = await collect()
+    const byName = Object.fromEntries(metrics.map((x) => [x.descriptor.name, x]))
+    const point = (name, attrs) =>
+      byName[name]?.dataPoints.find((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v) && Object.keys(p.attributes).length === Object.keys(attrs).length)?.value
+    const s = rx.stats('up')
+    const up1 = { 'resilix.key': 'up' }
+    const llm = { 'resilix.key': 'llm' }
+    const budget = { ...llm, 'resilix.quota.budget': '0', 'resilix.quota.cost': 'requests' }
+    assert.equal(byName['resilix.retries'].dataPointType, DataPointType.SUM)
+    assert.equal(byName['resilix.retries'].isMonotonic, true)
+    assert.equal(point('resilix.retries', up1), 1)
+    assert.equal(point('resilix.retry.budget_refusals', up1), s.retryBudgetRefusals)
+    assert.ok(s.retryBudgetRefusals >= 1)
+    assert.equal(point('resilix.call.rejections', { ...up1, 'resilix.rejection.reason': 'throttle' }), s.rejections.throttle)
+    const p = point('resilix.throttle.probability', up1)
+    assert.ok(p > 0 && p <= 0.9, `the throttle refuses at a probability in (0, 0.9]: ${p}`)
+    assert.equal(byName['resilix.throttle.probability'].descriptor.unit, '1')
+    assert.equal(point('resilix.queue.waiting', { ...up1, 'resilix.priority': 'critical' }), 0)
+    assert.equal(point('resilix.quota.spent', budget), 2)
+    assert.equal(point('resilix.quota.limit', budget), 2)
+    assert.equal(point('resilix.quota.window', budget), 60)
+    assert.equal(point('resilix.quota.waiting', llm), 1)
+    const cooling = point('resilix.quota.cooldown', llm)
+    assert.ok(cooling > 20 && cooling <= 30, `a 30 s retry-after cools the key down for up to 30 s: ${cooling}`)
+    assert.equal(byName['resilix.quota.cooldown'].descriptor.unit, 's')
+    assert.equal(point('resilix.quota.cooldowns', llm), 1)
+    assert.equal(point('resilix.quota.store.state', { ...llm, 'resilix.store.state': 'fallback' }), 1)
+    assert.equal(point('resilix.quota.store.state', { ...llm, 'resilix.store.state': 'refusing' }), 0)
+    assert.ok(point('resilix.quota.store.errors', llm) >= 1)
+    assert.equal(point('resilix.quota.store.fallbacks', llm), 1)
+    assert.ok(point('resilix.quota.store.leases', llm) >= 1)
+    await stop()
+  } finally {
+    m.dispose()
+    mq.dispose()
+    rx.close()
+    q.close()
+    await up.close()
+    await shutdown()
+  }
 })

@@ -19,11 +19,23 @@ const CHANNELS = {
   reject: 'resilix:call:reject',
   /** A call left the queue before it ran: `{ rx, key, reason: 'timeout' | 'abort' | 'close', waitMs }`. */
   leave: 'resilix:call:leave',
+  /** A call's next attempt starts after `delayMs`: `{ rx, key, attempt, delayMs, reason }` (attempt 2 is the first retry). */
+  retry: 'resilix:call:retry',
+  /** A call starts waiting for its quota's budget: `{ rx, key }`. */
+  quotaWait: 'resilix:quota:wait',
+  /** A call stops waiting for budget: `{ rx, key, waitMs, outcome: 'granted' | 'refused' | 'left' }`. */
+  quotaResume: 'resilix:quota:resume',
+  /** A key's shared quota store changed state: `{ rx, key, state: 'leased' | 'fallback' | 'refusing', error? }`. */
+  store: 'resilix:quota:store',
 }
 
 const settleChannel = dc.channel(CHANNELS.settle)
 const rejectChannel = dc.channel(CHANNELS.reject)
 const leaveChannel = dc.channel(CHANNELS.leave)
+const retryChannel = dc.channel(CHANNELS.retry)
+const quotaWaitChannel = dc.channel(CHANNELS.quotaWait)
+const quotaResumeChannel = dc.channel(CHANNELS.quotaResume)
+const storeChannel = dc.channel(CHANNELS.store)
 
 /** When a call was admitted, started running (left the queue) and marked: engine clock, ms. */
 class Timing {
@@ -88,4 +100,31 @@ function left(rx, key, err, t) {
   leaveChannel.publish({ rx, key, reason, waitMs: native.nowMs() - t.admitted })
 }
 
-module.exports = { CHANNELS, active, timing, started, marked, settled, rejected, left }
+/** A retrying call starts attempt `attempt` after `delayMs`; `reason()`: the retried verdict's name. */
+function retried(rx, key, attempt, delayMs, reason) {
+  if (retryChannel.hasSubscribers) retryChannel.publish({ rx, key, attempt, delayMs, reason: reason() })
+}
+
+/** When each call waiting for budget began, kept only while someone listens to its end. */
+const waitingSince = new WeakMap()
+
+/** `call` starts waiting for budget (lib/line.js). */
+function quotaWaiting(call) {
+  if (quotaResumeChannel.hasSubscribers) waitingSince.set(call, native.nowMs())
+  if (quotaWaitChannel.hasSubscribers) quotaWaitChannel.publish({ rx: call._rx, key: call._ks.name })
+}
+
+/** `call` stops waiting for budget: 'granted', 'refused', or 'left' (deadline, abort, close). */
+function quotaResumed(call, outcome) {
+  const since = waitingSince.get(call)
+  if (since !== undefined) waitingSince.delete(call)
+  if (!quotaResumeChannel.hasSubscribers) return
+  quotaResumeChannel.publish({ rx: call._rx, key: call._ks.name, waitMs: since === undefined ? null : native.nowMs() - since, outcome })
+}
+
+/** A key's quota store changed state (lib/fleet.js). */
+function storeChanged(rx, key, state, err) {
+  if (storeChannel.hasSubscribers) storeChannel.publish(err === null ? { rx, key, state } : { rx, key, state, error: err.message })
+}
+
+module.exports = { CHANNELS, active, timing, started, marked, settled, rejected, left, retried, quotaWaiting, quotaResumed, storeChanged }

@@ -101,11 +101,13 @@ class Emitter {
   /** A retrying call starts attempt `attempt` after `delayMs` (lib/retry.js). */
   retrying(key, attempt, delayMs, verdict) {
     if (this.has('retry')) this.emit('retry', { key, attempt, delayMs, reason: NAMES[verdict] })
+    diag.retried(this.owner, key, attempt, delayMs, () => NAMES[verdict])
   }
 
   /** A key's quota store changed state: `'fallback'`, `'refusing'`, or `'leased'` again (lib/fleet.js). */
   storeChanged(ks, state, err) {
     if (this.has('store')) this.emit('store', { key: ks.name, state, error: err === null ? undefined : err.message })
+    diag.storeChanged(this.owner, ks.name, state, err)
   }
 
   /**

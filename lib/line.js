@@ -15,6 +15,7 @@ const { native, clockCell, CELL, KEEP_WAITING, STALE_HANDLE, REGISTRY_FULL, DEFA
 const { LEVELS } = require('./levels')
 const { acquireCosting } = require('./acquire')
 const { delayMs } = require('./timers')
+const diag = require('./diagnostics')
 
 /** A waiter's level: its priority class and tenant rank (lib/levels.js). */
 function levelOf(call) {
@@ -145,6 +146,7 @@ function enter(call, wake) {
   if (call._permit !== QUOTA_WAIT) return enqueue(ks, call)
   const line = (ks.line ??= new BudgetLine(wake))
   enqueue(line, call)
+  diag.quotaWaiting(call)
   arm(ks, line.head === call ? clockCell[CELL.quotaAskAt] : line.at)
   if (ks.fleet !== null) ks.fleet.want()
 }
@@ -167,6 +169,7 @@ function budgetNext(ks) {
   unqueue(line, call)
   // A key with waiters is never evicted; a stale handle would be a closed instance's.
   call._permit = p === STALE_HANDLE ? REGISTRY_FULL : p
+  diag.quotaResumed(call, p >= 0 || p === QUEUED ? 'granted' : 'refused')
   return call
 }
 
@@ -177,6 +180,7 @@ function leaveBudget(call) {
   const wasHead = line.head === call
   unqueue(line, call)
   call._permit = -1
+  diag.quotaResumed(call, 'left')
   if (ks.handle >= 0) native.quotaLeave(ks.handle, levelOf(call), call._cost.c0, call._cost.c1, call._cost.c2, call._cost.c3)
   if (line.head === null) disarm(line)
   else if (wasHead && !line.pumping) soon(ks)

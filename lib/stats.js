@@ -21,6 +21,7 @@ function keyStats(key, s, quota = null, fleet = null, ks = undefined) {
     queuedByPriority: s.queuedByPriority,
     queueRefusalsByPriority: s.queueRefusalsByPriority,
     tenants: s.tenants,
+    throttleProbability: s.throttleProbability,
     retries: s.retries,
     retryBudgetRefusals: s.retryBudgetRefusals,
     retryBodyRefusals: ks?.retryBodyRefusals ?? 0,

@@ -44,7 +44,7 @@ void acquireBothWays
 
 // Per-call events and the metrics helpers.
 import dc from 'node:diagnostics_channel'
-import type { CallSettleMessage, CallRejectMessage, CallLeaveMessage } from '../../index.js'
+import type { CallSettleMessage, CallRejectMessage, CallLeaveMessage, CallRetryMessage, QuotaResumeMessage, QuotaStoreMessage, KeyStats } from '../../index.js'
 import { instrument as otel } from '../../otel.js'
 import { instrument as prometheus } from '../../prometheus.js'
 import type { OtelOptions, Instrumentation } from '../../otel.js'
@@ -62,6 +62,25 @@ dc.subscribe('resilix:call:leave', (m) => {
   const reason: 'timeout' | 'abort' | 'close' = (m as CallLeaveMessage).reason
   console.log(reason)
 })
+dc.subscribe('resilix:call:retry', (m) => {
+  const { attempt, delayMs, reason } = m as CallRetryMessage
+  const retried: 'overload' | 'failure' | 'timeout' | 'success' | 'answered' | 'rejected' = reason
+  console.log(attempt + delayMs, retried)
+})
+dc.subscribe('resilix:quota:resume', (m) => {
+  const { waitMs, outcome } = m as QuotaResumeMessage
+  // @ts-expect-error: null when nobody listened as the wait began
+  const ms: number = waitMs
+  const o: 'granted' | 'refused' | 'left' = outcome
+  console.log(ms, o)
+})
+dc.subscribe('resilix:quota:store', (m) => {
+  const { state, error } = m as QuotaStoreMessage
+  const e: string | undefined = error
+  console.log(state === 'fallback', e)
+})
+const throttleAt = (s: KeyStats): number => s.throttleProbability
+console.log(throttleAt)
 const withMeter: OtelOptions = { meter: metrics.getMeter('app'), buckets: [0.1, 1] }
 const handle: Instrumentation = otel(rx, withMeter)
 handle.dispose()

@@ -97,6 +97,8 @@ pub struct KeyStats {
     pub queue_refusals_by_priority: [u64; 5],
     /// Tenants whose usage the key tracks now.
     pub tenants: u32,
+    /// The throttle's refusal probability now: 0 when off or while its window holds no overload.
+    pub throttle_probability: f64,
 }
 
 #[derive(Clone, Debug)]
@@ -730,6 +732,7 @@ impl PolicySet {
                 .map_or([0; 5], |l| l.queued_by_class()),
             queue_refusals_by_priority: self.queue_refusals_by_priority,
             tenants: self.tenants.len() as u32,
+            throttle_probability: self.throttle.probability(now),
         }
     }
 

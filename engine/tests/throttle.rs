@@ -123,6 +123,9 @@ fn the_probability_is_sres_formula_over_the_window_capped() {
         e.settle(h, id, Verdict::Overload, ms(0)).unwrap().unwrap();
     }
     assert_eq!(state(&e, h, ms(0)), (0.9, (10, 0)));
+    // stats() reports the same probability; 0 once the window holds no overload (ADR 1230).
+    assert_eq!(e.stats(h, ms(0)).unwrap().throttle_probability, 0.9);
+    assert_eq!(e.stats(h, ms(60_000)).unwrap().throttle_probability, 0.0);
 
     // 10 overloads and 5 accepts: (15 − 2 × 5) / 16 = 0.3125. Timeouts, failures and other
     // 4xx count as accepted.

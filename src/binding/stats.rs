@@ -41,6 +41,8 @@ pub struct NativeStats {
     pub queue_refusals_by_priority: NativePriorityCounts,
     /// Tenants whose recent usage the key tracks (at most 16).
     pub tenants: u32,
+    /// The throttle's refusal probability now (0 when off or without overload in its window).
+    pub throttle_probability: f64,
     /// Retries granted since the key was created.
     pub retries: f64,
     /// Retries its retry budget refused since the key was created.
@@ -140,6 +142,7 @@ impl From<KeyStats> for NativeStats {
                 s.queue_refusals_by_priority.map(|n| n as f64),
             ),
             tenants: s.tenants,
+            throttle_probability: s.throttle_probability,
             retries: 0.0,
             retry_budget_refusals: 0.0,
             quota: None,

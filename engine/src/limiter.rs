@@ -252,7 +252,14 @@ impl Limiter {
     /// its slot time lost; refused, the slot goes to a call that can use it (ADR 0118).
     pub fn refuses_to_start(&mut self, now: Nanos, deadline: Nanos) -> bool {
         let slot = self.slot_ns();
-        if !self.streams(slot) || self.queued == 0 || deadline.saturating_sub(now) as f64 >= slot {
+        // Where calls queued at the upstream for a slot lately, this one may wait there up to
+        // a stream before its own (ADR 1222).
+        let need = if self.limit.queued_upstream() {
+            slot + self.tail_ns as f64
+        } else {
+            slot
+        };
+        if !self.streams(slot) || self.queued == 0 || deadline.saturating_sub(now) as f64 >= need {
             return false;
         }
         // Only a waiter the limit would admit now: one that must wait anyway keeps waiting.

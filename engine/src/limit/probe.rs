@@ -17,7 +17,7 @@
 //! - A probe that cannot drain, or times too few calls within its bounds, measures nothing.
 
 use super::tuning::{
-    COLD_SAMPLES, DRAIN_LATENCIES, INTERVAL_OVER_PROBE, LATE_FOR_PHASE, MAD_FLOOR,
+    COLD_JUMP, COLD_SAMPLES, DRAIN_LATENCIES, INTERVAL_OVER_PROBE, LATE_FOR_PHASE, MAD_FLOOR,
     MEASURE_LATENCIES, OUTLIER_MADS, PROBE_LEVEL, PROBE_MIN_CALLS, PROBE_MIN_NS, PROBE_ROUNDS,
     PROBE_SAMPLES, SETTLED_PROBE_LEVEL,
 };
@@ -334,7 +334,10 @@ impl Probe {
                 // No healthy window has set a baseline yet, but the first calls were timed
                 // cold: they are this phase's measurement (ADR 0116).
                 if self.base == 0.0 && self.measured == 0 && self.n as usize >= COLD_SAMPLES {
-                    return self.conclude(now, self.n);
+                    let m = self.cold_reading();
+                    self.finish(now);
+                    self.measured += 1;
+                    return Some(m);
                 }
                 self.n = 0;
                 // Half a latency after the phase, the other processes have drained and are
@@ -530,9 +533,34 @@ impl Probe {
         if self.measured != 0 || self.state != State::Idle {
             return None;
         }
-        let m = (self.n as usize >= COLD_SAMPLES).then(|| (self.reading(), !self.flag(COLD_QUIET)));
+        let m = (self.n as usize >= COLD_SAMPLES)
+            .then(|| (self.cold_reading(), !self.flag(COLD_QUIET)));
         self.n = 0;
         m
+    }
+
+    /// The reading of the cold calls that met the upstream unloaded (see `cold_fast`).
+    fn cold_reading(&self) -> Measured {
+        let (sorted, n) = self.sorted_samples();
+        reading_of(
+            &sorted[..self.cold_fast(&sorted[..n])],
+            self.flag(KEEP_OUTLIERS),
+        )
+    }
+
+    /// How many of the sorted cold calls read the upstream unloaded. Where calls stream, some
+    /// of the first calls wait inside the upstream for a slot that other streams hold (a
+    /// server's generation slots): they read a whole stream or more, the others the time to the
+    /// first token. The first gap of more than `COLD_JUMP` between neighbours splits the two; the
+    /// faster calls are the reading (ADR 1222). Calls that do not stream keep all of theirs.
+    fn cold_fast(&self, sorted: &[f32]) -> usize {
+        if self.tail() <= sorted[0] as f64 {
+            return sorted.len();
+        }
+        sorted
+            .windows(2)
+            .position(|w| w[1] as f64 > w[0] as f64 * COLD_JUMP)
+            .map_or(sorted.len(), |i| i + 1)
     }
 
     /// The cold calls' p90 so far (see `cold_sample`), once `COLD_SAMPLES` were timed; the
@@ -541,7 +569,7 @@ impl Probe {
         (self.measured == 0 && self.state == State::Idle && self.n as usize >= COLD_SAMPLES).then(
             || {
                 let (sorted, n) = self.sorted_samples();
-                p90_of(&sorted[..n])
+                p90_of(&sorted[..self.cold_fast(&sorted[..n])])
             },
         )
     }
@@ -558,23 +586,28 @@ impl Probe {
     /// those not slower than `OUTLIER_MADS` allows.
     fn reading(&self) -> Measured {
         let (sorted, n) = self.sorted_samples();
-        let sorted = &sorted[..n];
-        let cut = if self.flag(KEEP_OUTLIERS) {
-            f64::INFINITY
-        } else {
-            outlier_cut(sorted)
-        };
-        // Sorted: the calls kept are a prefix.
-        let kept = sorted.partition_point(|&x| x as f64 <= cut);
-        let xs = || sorted[..kept].iter().map(|&x| x as f64);
-        let mean = xs().sum::<f64>() / kept as f64;
-        let var = xs().map(|x| (x - mean) * (x - mean)).sum::<f64>()
-            / kept.saturating_sub(1).max(1) as f64;
-        Measured {
-            p90: p90_of(sorted),
-            mean,
-            se: (var / kept as f64).sqrt(),
-        }
+        reading_of(&sorted[..n], self.flag(KEEP_OUTLIERS))
+    }
+}
+
+/// The p90 of sorted samples (at least one), and the mean and its standard error of those not
+/// slower than `OUTLIER_MADS` allows (all of them with `keep_outliers`).
+fn reading_of(sorted: &[f32], keep_outliers: bool) -> Measured {
+    let cut = if keep_outliers {
+        f64::INFINITY
+    } else {
+        outlier_cut(sorted)
+    };
+    // Sorted: the calls kept are a prefix.
+    let kept = sorted.partition_point(|&x| x as f64 <= cut);
+    let xs = || sorted[..kept].iter().map(|&x| x as f64);
+    let mean = xs().sum::<f64>() / kept as f64;
+    let var =
+        xs().map(|x| (x - mean) * (x - mean)).sum::<f64>() / kept.saturating_sub(1).max(1) as f64;
+    Measured {
+        p90: p90_of(sorted),
+        mean,
+        se: (var / kept as f64).sqrt(),
     }
 }
 

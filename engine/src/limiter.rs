@@ -7,7 +7,7 @@ use crate::priority::{QueuedByLevel, RecentLevels};
 use crate::queue::{shed_share, Admission, QueueRefusal};
 use crate::rng::SplitMix64;
 use crate::standing::{interval_ns, Standing};
-use crate::{Nanos, Sample};
+use crate::{Nanos, Sample, Verdict};
 
 /// Weight of one sample in the mean time a call holds its slot. 1/16: ours, a guess (a few
 /// windows' worth of calls at the lowest limit; ADR 0114).
@@ -45,6 +45,8 @@ pub struct Limiter {
     queued: u32,
     /// Mean time a call holds its slot (admission to settle), ns; 0 before the first sample.
     hold_ns: f32,
+    /// How long calls counted queued at the upstream waited there for a slot (ns; ADR 1222).
+    upstream_wait_ns: f32,
     /// Mean time a call holds its slot after its response started (mark to settle), ns: a
     /// stream's body; 0 for calls that do not mark.
     tail_ns: f32,
@@ -74,6 +76,7 @@ impl Limiter {
             inflight: 0,
             queued: 0,
             hold_ns: 0.0,
+            upstream_wait_ns: 0.0,
             tail_ns: 0.0,
             standing: Standing::default(),
             levels: QueuedByLevel::default(),
@@ -252,10 +255,10 @@ impl Limiter {
     /// its slot time lost; refused, the slot goes to a call that can use it (ADR 0118).
     pub fn refuses_to_start(&mut self, now: Nanos, deadline: Nanos) -> bool {
         let slot = self.slot_ns();
-        // Where calls queued at the upstream for a slot lately, this one may wait there up to
-        // a stream before its own (ADR 1222).
+        // Where calls queued at the upstream for a slot lately, this one may wait there as
+        // long as they did before its own stream (ADR 1222).
         let need = if self.limit.queued_upstream() {
-            slot + self.tail_ns as f64
+            slot + self.upstream_wait_ns as f64
         } else {
             slot
         };
@@ -345,6 +348,16 @@ impl Limiter {
                     self.hold_ns = d.max(1.0);
                     self.tail_ns = tail;
                 }
+            }
+            if s.late && matches!(s.verdict, Verdict::Success | Verdict::Answered) {
+                // How long a call counted queued at the upstream waited there for its slot: a
+                // rise at once, a fall slowly (ADR 1222).
+                let w = s.latency_ns as f32;
+                self.upstream_wait_ns = if w > self.upstream_wait_ns {
+                    w
+                } else {
+                    self.upstream_wait_ns + (w - self.upstream_wait_ns) * HOLD_WEIGHT
+                };
             }
             self.limit.note_tail(self.tail_ns);
             self.limit.on_sample(now, s, self.inflight);

@@ -4,7 +4,8 @@
 // first token unloaded, streams of 3.2 s. Closed-loop consumers all start at once with default
 // options (`new Resilix()`), below and above the starting limit (20), through `execute` holding
 // the slot with `ctx.mark()` at the first token and through the interceptor, with a deadline of
-// three stream lengths. Every run prints what it measured and every goal by name, holding or
+// three stream lengths (the first burst, made before any stream could end, is counted apart).
+// Every run prints what it measured and every goal by name, holding or
 // not; each test fails listing the goals that did not hold. The runs go at once, each with its
 // own upstream and instance: the work is waiting (ADR 1221). Run once by `npm test` (its `slots`
 // step), not under every runtime: it measures the limit, which the runtime does not change.
@@ -75,10 +76,12 @@ const goal = {
     f.baselineMs > 0 && f.baselineMs <= 2 * f.unloadedTtftMs,
     `${f.baselineMs} ms`,
   ],
+  // The first burst is admitted before any stream has ended, when nothing can tell G slots
+  // from 20: its timeouts are printed apart, not judged (ADR 1221).
   noTimeoutAdmitted: (f) => [
-    `no call times out after admission (${f.timeouts} did)`,
-    f.timeouts === 0,
-    `${f.timeouts}`,
+    `no call made a stream length or more into the run times out after admission (${f.timeoutsLater} did; of the first burst, made before any stream could end, ${f.timeoutsFirstBurst})`,
+    f.timeoutsLater === 0,
+    `${f.timeoutsLater}`,
   ],
   refusedUpFront: (f) => [
     `a call that cannot make it is refused, not left to time out in our queue (${f.queuedTimeouts + f.queuedTimeoutsBeforeFirstSlotBack} timed out waiting, ${f.queuedTimeoutsBeforeFirstSlotBack} of them before the first slot came back at ${f.firstSlotBackAtS} s; refused: ${f.queueRefusals} at once, slowest ${f.queueRefusalMaxMs} ms, ${f.turnRefusals} when their turn came)`,
@@ -100,41 +103,43 @@ const LIMIT_GOALS = ['limit', 'baseline', 'noTimeoutAdmitted', 'refusedUpFront',
 
 /**
  * One run against its own upstream of `slots` slots; resolves with the goals that did not
- * hold, each as `name/goal (figure)`. `critical`: the first two consumers' class (`undefined`
- * for none), the others `'sheddable'` when it is set.
+ * hold, each as `name/goal (figure)`. With `priorities` the first two consumers are
+ * `'critical'`, the others `'sheddable'`.
  */
-async function slotsRun(t, name, { slots, consumers, pattern, goals, critical }) {
+async function slotsRun(t, name, { slots, consumers, pattern, goals, priorities = false }) {
   const { up, ttftMs } = upstreams.get(name)
-  {
-    const url = up.url('/v1/stream')
-    const rx = new Resilix()
-    const key = pattern === 'interceptor' ? up.origin : 'llm'
-    const consumerOptions = critical === undefined ? undefined : (i) => ({ priority: i < 2 ? critical : 'sheddable' })
-    const run = await drive({
-      rx, key, url, pattern, consumers, ms: RUN_MS, timeoutMs: DEADLINE_MS, interceptorOptions: { timeoutMs: DEADLINE_MS }, consumerOptions,
-    })
-    const f = await figures(run, up, { rx, key, timeoutMs: DEADLINE_MS })
-    f.unloadedTtftMs = Math.round(ttftMs)
-    const all = ttfts(run)
-    f.ttftP50Ms = Math.round(quantile(all, 0.5))
-    f.ttftP90Ms = Math.round(quantile(all, 0.9))
-    f.ttftP90Streams = Number((f.ttftP90Ms / STREAM_MS).toFixed(2))
-    if (consumerOptions !== undefined || goals.includes('criticalUnprioritised')) {
-      // The first two consumers: critical, or the same two without priorities.
-      const first2 = requestTtfts(run, (c) => c.consumer >= 0 && c.consumer < 2)
-      f.criticalRequests = first2.length
-      f.criticalTtftP90Ms = first2.length === 0 ? null : Math.round(quantile(first2, 0.9))
-      f.criticalTtftP90Streams = first2.length === 0 ? null : Number((f.criticalTtftP90Ms / STREAM_MS).toFixed(2))
-    }
-    t.diagnostic(`${name}: ${JSON.stringify(f)}`)
-    const failed = []
-    for (const g of [...goals, 'throughput']) {
-      const [what, ok, figure] = goal[g](f, slots)
-      t.diagnostic(`${ok ? 'holds' : 'FAILS'}: ${name}: ${what}`)
-      if (!ok) failed.push(`${name}/${g} (${figure})`)
-    }
-    return failed
+  const url = up.url('/v1/stream')
+  const rx = new Resilix()
+  const key = pattern === 'interceptor' ? up.origin : 'llm'
+  const consumerOptions = priorities ? (i) => ({ priority: i < 2 ? 'critical' : 'sheddable' }) : undefined
+  const run = await drive({
+    rx, key, url, pattern, consumers, ms: RUN_MS, timeoutMs: DEADLINE_MS, interceptorOptions: { timeoutMs: DEADLINE_MS }, consumerOptions,
+  })
+  const f = await figures(run, up, { rx, key, timeoutMs: DEADLINE_MS })
+  f.unloadedTtftMs = Math.round(ttftMs)
+  // Calls made within a stream length of the start: no stream can have ended before them.
+  const timeouts = run.calls.filter((c) => c.outcome === 'timeout')
+  f.timeoutsFirstBurst = timeouts.filter((c) => c.t0 < run.from + STREAM_MS).length
+  f.timeoutsLater = timeouts.length - f.timeoutsFirstBurst
+  const all = ttfts(run)
+  f.ttftP50Ms = Math.round(quantile(all, 0.5))
+  f.ttftP90Ms = Math.round(quantile(all, 0.9))
+  f.ttftP90Streams = Number((f.ttftP90Ms / STREAM_MS).toFixed(2))
+  if (consumerOptions !== undefined || goals.includes('criticalUnprioritised')) {
+    // The first two consumers: critical, or the same two without priorities.
+    const first2 = requestTtfts(run, (c) => c.consumer >= 0 && c.consumer < 2)
+    f.criticalRequests = first2.length
+    f.criticalTtftP90Ms = first2.length === 0 ? null : Math.round(quantile(first2, 0.9))
+    f.criticalTtftP90Streams = first2.length === 0 ? null : Number((f.criticalTtftP90Ms / STREAM_MS).toFixed(2))
   }
+  t.diagnostic(`${name}: ${JSON.stringify(f)}`)
+  const failed = []
+  for (const g of [...goals, 'throughput']) {
+    const [what, ok, figure] = goal[g](f, slots)
+    t.diagnostic(`${ok ? 'holds' : 'FAILS'}: ${name}: ${what}`)
+    if (!ok) failed.push(`${name}/${g} (${figure})`)
+  }
+  return failed
 }
 
 const holds = (failed) => assert.ok(failed.length === 0, `goals not met: ${failed.join('; ')}`)
@@ -177,7 +182,7 @@ describe('a self-hosted LLM server\'s generation slots, 60 s runs at once, defau
   for (const [slots, consumers] of SHAPES) {
     for (const [pattern, how] of PATTERNS) {
       const name = `${slots} slots, ${consumers} consumers, ${pattern}`
-      test(`${name}: ${how}: the limit within 0.75–1.5 × the slots, baselineMs within 2 × the unloaded TTFT, no timeout after admission, refused up front, the breaker closed`, TIMEOUT, async (t) => {
+      test(`${name}: ${how}: the limit within 0.75–1.5 × the slots, baselineMs within 2 × the unloaded TTFT, no timeout after admission past the first burst, refused up front, the breaker closed`, TIMEOUT, async (t) => {
         holds(await slotsRun(t, name, { slots, consumers, pattern, goals: LIMIT_GOALS }))
       })
     }
@@ -185,7 +190,7 @@ describe('a self-hosted LLM server\'s generation slots, 60 s runs at once, defau
 
   test('4 slots, 2 critical consumers among 14 sheddable, `execute` holding with mark: the critical TTFT p90 within 1.5 stream lengths (the same run without priorities printed)', TIMEOUT, async (t) => {
     const [failed] = await Promise.all([
-      slotsRun(t, 'priorities', { slots: 4, consumers: 16, pattern: 'hold', critical: 'critical', goals: ['critical'] }),
+      slotsRun(t, 'priorities', { slots: 4, consumers: 16, pattern: 'hold', priorities: true, goals: ['critical'] }),
       slotsRun(t, 'no priorities', { slots: 4, consumers: 16, pattern: 'hold', goals: ['criticalUnprioritised'] }),
     ])
     holds(failed)

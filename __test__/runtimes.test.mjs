@@ -88,7 +88,7 @@ test('npm test counts checks planned but never reported, and a failing exit afte
 test('npm test refuses an unknown step or runtime instead of running nothing', { timeout: 120_000 }, () => {
   const r = npmTest(['nodes'], {})
   assert.equal(r.status, 1, r.out)
-  assert.match(r.out, /unknown step or runtime "nodes" \(steps: lint, cargo, node, fleet, runtimes, types; runtimes: system, .*bun, deno\)/)
+  assert.match(r.out, /unknown step or runtime "nodes" \(steps: lint, cargo, node, fleet, slots, runtimes, types; runtimes: system, .*bun, deno\)/)
   assert.equal(r.last, '0 passed, 1 failed')
 })
 

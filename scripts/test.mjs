@@ -1,5 +1,6 @@
 // `npm test`: every test. Lint (clippy and ESLint), the cargo tests (engine, simulator
-// acceptance), the Node tests under Node 20, 22 and 24, a fleet of processes on a real upstream (once), the runtime-compatibility
+// acceptance), the Node tests under Node 20, 22 and 24, a fleet of processes on a real upstream (once),
+// an LLM server's generation slots on a real upstream (once), the runtime-compatibility
 // suite under those, Bun and Deno, and the typings check. Ends with one "N passed, N failed" line.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
@@ -13,7 +14,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 // e.g. `npm test -- node`, `npm test -- lint cargo types`; a runtime's label (`bun`, `deno`,
 // `node22`) runs the compatibility suite under that runtime only.
 const only = process.argv.slice(2)
-const STEPS = ['lint', 'cargo', 'node', 'fleet', 'runtimes', 'types']
+const STEPS = ['lint', 'cargo', 'node', 'fleet', 'slots', 'runtimes', 'types']
 const want = (step) => only.length === 0 || only.includes(step)
 const results = []
 const counts = { passed: 0, failed: 0 }
@@ -25,11 +26,12 @@ const tmp = mkdtempSync(join(tmpdir(), 'resilix-test-'))
 // counted as failed, so that one hung test can never hold the run past CI's limit (a CI run once
 // timed out on a test process kept alive after a failed assertion).
 const MINUTE = 60_000
-// Budgets sum to 4 + 3 + 5 + 3 + 3 × 17 + 11 + 5 × 2 + 2 = 89 min, inside CI's 90 with npm ci;
-// a clean run takes ~57 on 2 cores (the build 0.5, lint from a cold target/ 56 s of CPU, cargo
-// 2, each Node runtime about 13.5, of which 2.5 are the streaming tests, 1 the quota's real
+// Budgets sum to 4 + 3 + 5 + 3 + 3 × 16 + 11 + 3 + 5 × 2 + 2 = 89 min, inside CI's 90 with npm ci;
+// a clean run takes ~59 on 2 cores (the build 0.5, lint from a cold target/ 56 s of CPU, cargo
+// 2, each Node runtime about 13.8, of which 2.5 are the streaming tests, 1 the quota's real
 // upstream, 2.5 the fleet sharing a quota through Redis and 0.5 twenty fresh processes' first
-// batch; the fleet of processes 9; tsc 9 s of CPU, 38 s at a load of 16) (ADR 1215).
+// batch; the fleet of processes 9; the generation slots 1.1; tsc 9 s of CPU, 38 s at a load of
+// 16) (ADR 1215, ADR 1221).
 let lastStdout = ''
 
 // The innermost failing tests of a TAP report, each with the first lines of its error. A file
@@ -148,7 +150,7 @@ if (want('node')) {
       '--test', '--test-timeout=180000',
       '--test-reporter=spec', '--test-reporter-destination=stdout',
       '--test-reporter=tap', `--test-reporter-destination=${tap}`, ...files,
-    ], { env: { ...process.env, RESILIX_TEST_NODE: version }, budgetMs: 17 * MINUTE })
+    ], { env: { ...process.env, RESILIX_TEST_NODE: version }, budgetMs: 16 * MINUTE })
     let text = ''
     try {
       text = readFileSync(tap, 'utf8')
@@ -197,6 +199,26 @@ if (want('fleet')) {
   counts.passed += pass
   counts.failed += fail || (ok && pass > 0 ? 0 : 1)
   for (const f of tapFailures(text)) failures.push(`fleet: ${f}`)
+}
+
+// A self-hosted LLM server's generation slots on a real upstream (`__test__/slots/`): run once,
+// under this Node, for the same reason; its ten 60 s runs go at once (ADR 1221).
+if (want('slots')) {
+  const tap = join(tmp, 'slots.tap')
+  const ok = await run('generation slots', node, [
+    '--test', '--test-reporter=spec', '--test-reporter-destination=stdout',
+    '--test-reporter=tap', `--test-reporter-destination=${tap}`,
+    join('__test__', 'slots', 'llm-slots.test.mjs'),
+  ], { budgetMs: 3 * MINUTE })
+  let text = ''
+  try {
+    text = readFileSync(tap, 'utf8')
+  } catch {}
+  const pass = Number(/^# pass (\d+)/m.exec(text)?.[1] ?? 0)
+  const fail = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0) + Number(/^# cancelled (\d+)/m.exec(text)?.[1] ?? 0)
+  counts.passed += pass
+  counts.failed += fail || (ok && pass > 0 ? 0 : 1)
+  for (const f of tapFailures(text)) failures.push(`slots: ${f}`)
 }
 
 // The compatibility suite under each runtime. A runtime that cannot run, crashes, or reports

@@ -7,7 +7,7 @@ use crate::priority::{QueuedByLevel, RecentLevels};
 use crate::queue::{shed_share, Admission, QueueRefusal};
 use crate::rng::SplitMix64;
 use crate::standing::{interval_ns, Standing};
-use crate::{Nanos, Sample};
+use crate::{Nanos, Sample, Verdict};
 
 /// Weight of one sample in the mean time a call holds its slot. 1/16: ours, a guess (a few
 /// windows' worth of calls at the lowest limit; ADR 0114).
@@ -45,6 +45,8 @@ pub struct Limiter {
     queued: u32,
     /// Mean time a call holds its slot (admission to settle), ns; 0 before the first sample.
     hold_ns: f32,
+    /// How long calls counted queued at the upstream waited there for a slot (ns; ADR 1222).
+    upstream_wait_ns: f32,
     /// Mean time a call holds its slot after its response started (mark to settle), ns: a
     /// stream's body; 0 for calls that do not mark.
     tail_ns: f32,
@@ -74,6 +76,7 @@ impl Limiter {
             inflight: 0,
             queued: 0,
             hold_ns: 0.0,
+            upstream_wait_ns: 0.0,
             tail_ns: 0.0,
             standing: Standing::default(),
             levels: QueuedByLevel::default(),
@@ -221,6 +224,18 @@ impl Limiter {
     /// time restarted from that call, not the first round's, which pays a cold process's
     /// one-time costs.
     pub fn waiter_misses(&self, ahead: u32, left_ns: u64) -> Option<bool> {
+        let (slot, limit) = (self.slot_ns(), self.limit.current());
+        // Streams whose limit came down below the calls in flight (calls found queued at the
+        // upstream): the waiters wait for the excess to drain first. Judged as a round of
+        // streams ends, whose slots come back now: a whole round more for every `limit` calls
+        // before it. A waiter that cannot make it is refused now, not left to time out in the
+        // queue (ADR 1222).
+        if self.hold_ns > 0.0 && self.streams(slot) && self.inflight > limit {
+            let rounds = ((ahead + self.inflight - limit) / limit.max(1)) as f64;
+            return Some(
+                left_ns != u64::MAX && rounds * slot + slot > DEADLINE_SHARE * left_ns as f64,
+            );
+        }
         if !self.waited {
             return None;
         }
@@ -228,7 +243,6 @@ impl Limiter {
         if !self.blind {
             return Some(false);
         }
-        let slot = self.slot_ns();
         // Streams: a waiter is judged at its turn instead, when a round of slots comes back
         // (ADR 0118); refused here, it would be refused a whole stream after it came (ADR 0615).
         if self.streams(slot) {
@@ -252,7 +266,14 @@ impl Limiter {
     /// its slot time lost; refused, the slot goes to a call that can use it (ADR 0118).
     pub fn refuses_to_start(&mut self, now: Nanos, deadline: Nanos) -> bool {
         let slot = self.slot_ns();
-        if !self.streams(slot) || self.queued == 0 || deadline.saturating_sub(now) as f64 >= slot {
+        // Where calls queued at the upstream for a slot lately, this one may wait there as
+        // long as they did before its own stream (ADR 1222).
+        let need = if self.limit.queued_upstream() {
+            slot + self.upstream_wait_ns as f64
+        } else {
+            slot
+        };
+        if !self.streams(slot) || self.queued == 0 || deadline.saturating_sub(now) as f64 >= need {
             return false;
         }
         // Only a waiter the limit would admit now: one that must wait anyway keeps waiting.
@@ -338,6 +359,16 @@ impl Limiter {
                     self.hold_ns = d.max(1.0);
                     self.tail_ns = tail;
                 }
+            }
+            if s.late && matches!(s.verdict, Verdict::Success | Verdict::Answered) {
+                // How long a call counted queued at the upstream waited there for its slot: a
+                // rise at once, a fall slowly (ADR 1222).
+                let w = s.latency_ns as f32;
+                self.upstream_wait_ns = if w > self.upstream_wait_ns {
+                    w
+                } else {
+                    self.upstream_wait_ns + (w - self.upstream_wait_ns) * HOLD_WEIGHT
+                };
             }
             self.limit.note_tail(self.tail_ns);
             self.limit.on_sample(now, s, self.inflight);

@@ -578,11 +578,17 @@ impl PolicySet {
             let ours = verdict == Verdict::Timeout
                 && slot.waited
                 && (slot.mark != 0 || duration_ns < b.slow_call_ns());
-            let seen = if ours { Verdict::Cancelled } else { verdict };
             // Before the limit has been learnt from one window, a slow call may only have
             // queued at the upstream behind our own first burst (streams queued for a
-            // generation slot): no evidence of a slow upstream (ADR 0116).
+            // generation slot): no evidence of a slow upstream (ADR 0116). Nor is such a call
+            // that ran out of deadline while counted queued there (ADR 1222).
             let sized = self.limiter.as_ref().is_none_or(|l| l.algorithm().sized());
+            let queued_there = verdict == Verdict::Timeout && slot.late && slot.mark == 0 && !sized;
+            let seen = if ours || queued_there {
+                Verdict::Cancelled
+            } else {
+                verdict
+            };
             let latency_ns = if sized {
                 latency_ns
             } else {

@@ -76,6 +76,31 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
             g("throughputPct", ">= 90 %", |x| x >= 90.0, true),
             g("baselineOverTtft", "<= 2", |x| x > 0.0 && x <= 2.0, true),
         ],
+        "llm-slots-below-start"
+        | "llm-slots-below-start-16"
+        | "llm-slots-above-start"
+        | "llm-slots-above-start-16" => vec![
+            g(
+                "meanLimitOverSlots",
+                "0.75-1.5 x slots",
+                |x| (0.75..=1.5).contains(&x),
+                true,
+            ),
+            g("baselineOverTtft", "<= 2", |x| x > 0.0 && x <= 2.0, true),
+            g("throughputPct", ">= 90 %", |x| x >= 90.0, true),
+            g(
+                "timeouts",
+                "= 0 (over the second half)",
+                |x| x == 0.0,
+                true,
+            ),
+        ],
+        "llm-slots-priorities" => vec![g(
+            "criticalTtftP90OverStream",
+            "<= 1.5 stream lengths",
+            |x| x <= 1.5,
+            true,
+        )],
         "converge" => vec![
             g("convergenceWindows", "<= 10 windows", |x| x <= 10.0, true),
             g(

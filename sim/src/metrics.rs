@@ -446,7 +446,8 @@ pub fn compute(run: &Run) -> Vec<Metric> {
                 .calls
                 .iter()
                 .filter(|c| c.verdict == Verdict::Timeout && c.end >= aa && c.end < bb)
-                .count();
+                .map(|c| c.admitted)
+                .collect::<Vec<bool>>();
             let waits: Vec<f64> = run
                 .tr
                 .calls
@@ -468,9 +469,29 @@ pub fn compute(run: &Run) -> Vec<Metric> {
                     "baselineOverTtft",
                     some(baseline / (st.ttft_median_ns / 1e6)),
                 ),
-                ("timeouts", some(timeouts as f64)),
+                ("timeouts", some(timeouts.len() as f64)),
+                (
+                    "timeoutsAdmitted",
+                    some(timeouts.iter().filter(|&&a| a).count() as f64),
+                ),
                 ("meanWaitMs", some(mean(waits.iter().copied()))),
                 ("shedPct", some(run.shed_pct(a, b))),
+                (
+                    "criticalTtftP90OverStream",
+                    run.sc.mix.and_then(|_| {
+                        // Made → first token, in stream lengths, of the critical calls served.
+                        let mut ttft: Vec<f64> = run
+                            .tr
+                            .calls
+                            .iter()
+                            .filter(|c| c.group == 0 && c.admitted && c.verdict == Verdict::Success)
+                            .filter(|c| c.created >= aa && c.created < bb)
+                            .map(|c| (c.started - c.created + c.latency_ns) as f64)
+                            .collect();
+                        (!ttft.is_empty())
+                            .then(|| percentile(&mut ttft, 0.9) / st.length_median_ns)
+                    }),
+                ),
             ]
         }
         Measure::OpenLoop { from, to } => {

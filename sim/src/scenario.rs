@@ -847,6 +847,79 @@ fn queue_scenarios() -> Vec<Scenario> {
         sc.timeout_ns = timeout_ns;
         v.push(sc);
     }
+    v.extend(below_start_scenarios());
+    v
+}
+
+/// A self-hosted LLM server as the Node tests' real one serves (ADR 1222): headers at once, the
+/// first token 20 ms after a slot frees, every stream 3.2 s (160 tokens), all consumers starting
+/// together, a deadline of three stream lengths; fewer consumers than the starting limit (so the
+/// limit never binds by itself) and more.
+fn below_start_scenarios() -> Vec<Scenario> {
+    const LEN_S: f64 = 3.2;
+    let critical = |named| Mix::Priorities {
+        critical: 2.0 / 16.0,
+        named,
+    };
+    let mut v = Vec::new();
+    for (name, about, slots, callers, mix) in [
+        (
+            "llm-slots-below-start",
+            "4 slots, TTFT 20ms after a slot, 3.2s streams, 16 consumers starting together",
+            4,
+            16,
+            None,
+        ),
+        (
+            "llm-slots-below-start-16",
+            "16 slots, TTFT 20ms after a slot, 3.2s streams, 18 consumers starting together",
+            16,
+            18,
+            None,
+        ),
+        (
+            "llm-slots-above-start",
+            "4 slots, TTFT 20ms after a slot, 3.2s streams, 32 consumers starting together",
+            4,
+            32,
+            None,
+        ),
+        (
+            "llm-slots-above-start-16",
+            "16 slots, TTFT 20ms after a slot, 3.2s streams, 40 consumers starting together",
+            16,
+            40,
+            None,
+        ),
+        (
+            "llm-slots-priorities",
+            "as llm-slots-below-start, 1 call in 8 critical and the rest sheddable",
+            4,
+            16,
+            Some(critical(true)),
+        ),
+        (
+            "llm-slots-priorities-off",
+            "as llm-slots-priorities, the calls naming no priority (for comparison)",
+            4,
+            16,
+            Some(critical(false)),
+        ),
+    ] {
+        let mut sc = common(name, about, 60.0, Measure::LlmSlots);
+        sc.servers = slots;
+        sc.load = Load::Closed { callers };
+        sc.timeout_ns = s(3.0 * LEN_S);
+        sc.mix = mix;
+        sc.streaming = Some(Streaming {
+            ttft_median_ns: 20.0 * MS as f64,
+            ttft_sigma: 0.0,
+            length_median_ns: LEN_S * SEC as f64,
+            length_sigma: 0.0,
+            mark: true,
+        });
+        v.push(sc);
+    }
     v
 }
 

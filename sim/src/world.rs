@@ -824,6 +824,12 @@ impl<'a> World<'a> {
     fn pump_upstream(&mut self) {
         while self.up.busy < self.up.servers {
             match self.up.fifo.pop_front() {
+                // A streaming server drops a request whose client went away while it waited
+                // for a slot, as an SSE server sees the connection close (ADR 1222).
+                Some(next)
+                    if self.sc.streaming.is_some()
+                        && !self.calls[next as usize].background
+                        && self.calls[next as usize].state != State::Running => {}
                 Some(next) => self.serve(next),
                 None => break,
             }

@@ -212,6 +212,32 @@ fn streams_find_the_generation_slots() {
     }
 }
 
+/// A self-hosted LLM server's shape: 4 or 16 slots, a first token 20 ms after a slot frees,
+/// all consumers starting together, fewer of them than the starting limit and more. The first
+/// calls that waited a whole stream for a slot are not the baseline, the limit comes down to
+/// the slots before the first window, and critical calls get the next slot (ADR 1222).
+#[test]
+fn streams_find_the_slots_below_and_above_the_starting_limit() {
+    for name in [
+        "llm-slots-below-start",
+        "llm-slots-below-start-16",
+        "llm-slots-above-start",
+        "llm-slots-above-start-16",
+    ] {
+        let m = metrics_of(&scenario(name), VEGAS, SEED);
+        let limit = metric(&m, "meanLimitOverSlots").unwrap();
+        assert!((0.75..=1.5).contains(&limit), "{name}: {m:?}");
+        let base = metric(&m, "baselineOverTtft").unwrap();
+        assert!(base > 0.0 && base <= 2.0, "{name}: {m:?}");
+        let served = metric(&m, "throughputPct").unwrap();
+        assert!(served >= 90.0, "{name}: {m:?}");
+        assert_eq!(metric(&m, "timeouts"), Some(0.0), "{name}: {m:?}");
+    }
+    let m = metrics_of(&scenario("llm-slots-priorities"), VEGAS, SEED);
+    let p90 = metric(&m, "criticalTtftP90OverStream").unwrap();
+    assert!(p90 <= 1.5, "critical TTFT p90 {p90} stream lengths ({m:?})");
+}
+
 #[test]
 fn a_fleet_of_real_processes_settles_at_equal_shares() {
     // Five starts each, as the real-process test runs them.

@@ -63,6 +63,8 @@ pub struct Adaptive {
     slow_start: bool,
     /// A window has closed: the limit is no longer only `initialLimit` (ADR 0116).
     sized: bool,
+    /// Calls were counted queued at the upstream in the last window or since (ADR 1222).
+    queued_upstream: bool,
     pressure: Pressure,
     /// The last window that read a latency: its peak inflight and mean latency (ns), the
     /// concurrency and the latency it caused. A probe that finds the baseline loaded sizes the
@@ -99,6 +101,7 @@ impl Adaptive {
             last_move: now,
             slow_start: true,
             sized: false,
+            queued_upstream: false,
             pressure: Pressure::default(),
             last_peak: 0.0,
             last_mean: 0.0,
@@ -442,6 +445,21 @@ impl Adaptive {
         {
             self.limit = self.clamp(aimd::increase(self.limit));
         }
+        self.queued_upstream |= late > 0;
+        if late > 0 && self.kind != Kind::Aimd && !decreased && !self.sized {
+            // Calls queued at the upstream now, that no sample shows yet, before the first
+            // window (a first window of streams may be 30 s away): the limit comes down to the
+            // calls it was serving as this one ended, at once; after it, the window's close
+            // does (ADR 0118, 1222).
+            let next = self.clamp(self.limit.min((inflight + 1).saturating_sub(late) as f64));
+            if next < self.limit - vegas::log_factor(self.limit) {
+                self.last_move = now;
+            }
+            if next < self.limit {
+                self.slow_start = false;
+            }
+            self.limit = next;
+        }
         if self.window.ready(
             now,
             self.window_min_ns,
@@ -545,6 +563,7 @@ impl Adaptive {
             }
         }
         self.sized = true;
+        self.queued_upstream = late > 0 || self.window.late > 0;
         self.window.reset(now);
     }
 
@@ -576,6 +595,13 @@ impl Adaptive {
         {
             self.probe.soon();
         }
+    }
+
+    /// Whether calls queued at the upstream for a slot lately (counted late in the last window
+    /// or since): a call admitted now may wait there a whole stream first (ADR 1222).
+    #[inline]
+    pub fn queued_upstream(&self) -> bool {
+        self.queued_upstream
     }
 
     /// A window's `peak` stayed below the limit, with demand for it (more than half of it):

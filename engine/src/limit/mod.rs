@@ -114,6 +114,15 @@ impl Limit {
         }
     }
 
+    /// See [`Adaptive::queued_upstream`]: never for a fixed limit.
+    #[inline]
+    pub fn queued_upstream(&self) -> bool {
+        match self {
+            Limit::Fixed(_) => false,
+            Limit::Adaptive(a) => a.queued_upstream(),
+        }
+    }
+
     /// Whether the limit has been learnt from at least one window (a fixed one always is).
     #[inline]
     pub fn sized(&self) -> bool {

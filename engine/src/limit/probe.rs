@@ -17,7 +17,7 @@
 //! - A probe that cannot drain, or times too few calls within its bounds, measures nothing.
 
 use super::tuning::{
-    COLD_SAMPLES, DRAIN_LATENCIES, INTERVAL_OVER_PROBE, LATE_FOR_PHASE, MAD_FLOOR,
+    COLD_GAP, COLD_SAMPLES, DRAIN_LATENCIES, INTERVAL_OVER_PROBE, LATE_FOR_PHASE, MAD_FLOOR,
     MEASURE_LATENCIES, OUTLIER_MADS, PROBE_LEVEL, PROBE_MIN_CALLS, PROBE_MIN_NS, PROBE_ROUNDS,
     PROBE_SAMPLES, SETTLED_PROBE_LEVEL,
 };
@@ -334,7 +334,10 @@ impl Probe {
                 // No healthy window has set a baseline yet, but the first calls were timed
                 // cold: they are this phase's measurement (ADR 0116).
                 if self.base == 0.0 && self.measured == 0 && self.n as usize >= COLD_SAMPLES {
-                    return self.conclude(now, self.n);
+                    let m = self.cold_reading();
+                    self.finish(now);
+                    self.measured += 1;
+                    return Some(m);
                 }
                 self.n = 0;
                 // Half a latency after the phase, the other processes have drained and are
@@ -530,9 +533,34 @@ impl Probe {
         if self.measured != 0 || self.state != State::Idle {
             return None;
         }
-        let m = (self.n as usize >= COLD_SAMPLES).then(|| (self.reading(), !self.flag(COLD_QUIET)));
+        let m = (self.n as usize >= COLD_SAMPLES)
+            .then(|| (self.cold_reading(), !self.flag(COLD_QUIET)));
         self.n = 0;
         m
+    }
+
+    /// The reading of the cold calls that met the upstream unloaded (see `cold_fast`).
+    fn cold_reading(&self) -> Measured {
+        let (sorted, n) = self.sorted_samples();
+        reading_of(
+            &sorted[..self.cold_fast(&sorted[..n])],
+            self.flag(KEEP_OUTLIERS),
+        )
+    }
+
+    /// How many of the sorted cold calls read the upstream unloaded. Where calls stream, some
+    /// of the first calls wait inside the upstream for a slot that other streams hold (a
+    /// server's generation slots): they read a whole stream or more, the others the time to the
+    /// first token. The first gap of more than `COLD_GAP` between neighbours splits the two; the
+    /// faster calls are the reading (ADR 1222). Calls that do not stream keep all of theirs.
+    fn cold_fast(&self, sorted: &[f32]) -> usize {
+        if self.tail() <= sorted[0] as f64 {
+            return sorted.len();
+        }
+        sorted
+            .windows(2)
+            .position(|w| w[1] as f64 > w[0] as f64 * COLD_GAP)
+            .map_or(sorted.len(), |i| i + 1)
     }
 
     /// The cold calls' p90 so far (see `cold_sample`), once `COLD_SAMPLES` were timed; the
@@ -541,7 +569,7 @@ impl Probe {
         (self.measured == 0 && self.state == State::Idle && self.n as usize >= COLD_SAMPLES).then(
             || {
                 let (sorted, n) = self.sorted_samples();
-                p90_of(&sorted[..n])
+                p90_of(&sorted[..self.cold_fast(&sorted[..n])])
             },
         )
     }
@@ -558,23 +586,28 @@ impl Probe {
     /// those not slower than `OUTLIER_MADS` allows.
     fn reading(&self) -> Measured {
         let (sorted, n) = self.sorted_samples();
-        let sorted = &sorted[..n];
-        let cut = if self.flag(KEEP_OUTLIERS) {
-            f64::INFINITY
-        } else {
-            outlier_cut(sorted)
-        };
-        // Sorted: the calls kept are a prefix.
-        let kept = sorted.partition_point(|&x| x as f64 <= cut);
-        let xs = || sorted[..kept].iter().map(|&x| x as f64);
-        let mean = xs().sum::<f64>() / kept as f64;
-        let var = xs().map(|x| (x - mean) * (x - mean)).sum::<f64>()
-            / kept.saturating_sub(1).max(1) as f64;
-        Measured {
-            p90: p90_of(sorted),
-            mean,
-            se: (var / kept as f64).sqrt(),
-        }
+        reading_of(&sorted[..n], self.flag(KEEP_OUTLIERS))
+    }
+}
+
+/// The p90 of sorted samples (at least one), and the mean and its standard error of those not
+/// slower than `OUTLIER_MADS` allows (all of them with `keep_outliers`).
+fn reading_of(sorted: &[f32], keep_outliers: bool) -> Measured {
+    let cut = if keep_outliers {
+        f64::INFINITY
+    } else {
+        outlier_cut(sorted)
+    };
+    // Sorted: the calls kept are a prefix.
+    let kept = sorted.partition_point(|&x| x as f64 <= cut);
+    let xs = || sorted[..kept].iter().map(|&x| x as f64);
+    let mean = xs().sum::<f64>() / kept as f64;
+    let var =
+        xs().map(|x| (x - mean) * (x - mean)).sum::<f64>() / kept.saturating_sub(1).max(1) as f64;
+    Measured {
+        p90: p90_of(sorted),
+        mean,
+        se: (var / kept as f64).sqrt(),
     }
 }
 
@@ -794,5 +827,26 @@ mod tests {
         assert_eq!(q.hold(), Hold::No);
         q.tick(80 * S, 20, 5, LAT);
         assert_eq!(q.hold(), Hold::Level);
+    }
+
+    #[test]
+    fn streams_cold_calls_that_waited_for_a_slot_are_not_the_reading() {
+        // Five cold calls on 4 generation slots: 4 read the first token (20 ms), the fifth
+        // waited a 3.2 s stream for a slot. Streams: the four are the reading. Plain calls
+        // with the same spread keep all five (ADR 1222).
+        let ms = MS as f64;
+        let cold = |tail_ms: f64| {
+            let mut p = probe();
+            p.note_tail((tail_ms * ms) as f32);
+            for lat in [20.0, 21.0, 20.0, 22.0, 3_220.0] {
+                p.cold_sample(lat * ms, false);
+            }
+            (p.cold_p90().unwrap() / ms, p.take_cold().unwrap().0)
+        };
+        let (p90, m) = cold(3_200.0);
+        assert_eq!((p90, m.p90 / ms), (22.0, 22.0));
+        assert!((m.mean / ms - 20.75).abs() < 1e-6, "mean {}", m.mean / ms);
+        let (p90, m) = cold(0.0);
+        assert_eq!((p90, m.p90 / ms), (3_220.0, 3_220.0));
     }
 }

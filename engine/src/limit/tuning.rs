@@ -128,6 +128,14 @@ pub const LATE_FOR_PHASE: f64 = 0.5;
 /// scenario but the streams' changes; twice (6) was not measured.
 pub const COLD_JUMP: f64 = 3.0;
 
+/// Where calls stream, the gap between two neighbouring cold calls (sorted) past which the
+/// slower ones waited inside the upstream for a slot and the faster ones are the reading (see
+/// `Probe::cold_fast`; ADR 1222). Ours, `COLD_JUMP`'s value: a call that waited for a slot
+/// waits for a stream to end, 16–160 × a first token of 20–200 ms. At 1.5 the simulator's
+/// `llm-slots` scenarios read the same; at 6 `llm-slots-above-start` read the baseline 1.22 ×
+/// the first token (1.00 at 3).
+pub const COLD_GAP: f64 = 3.0;
+
 /// A first window this much slower than the cold calls, but not `COLD_JUMP`, may have been
 /// loaded: the first probe comes at once instead of at the next phase (ADR 0119). Ours, a
 /// guess: a few cold calls read up to 1.9 × lower than an unloaded window in the simulator,

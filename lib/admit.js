@@ -8,7 +8,7 @@
 const { QUEUED, QUOTA_WAIT, REGISTRY_FULL } = require('./native')
 const { Call, GuardedCall, QuotaCall } = require('./call-record')
 const { runPlain } = require('./run-plain')
-const { runGuarded, wait } = require('./guard')
+const { runGuarded, wait } = require('./pipeline')
 const { Cost, costOption, rejection } = require('./quota')
 const { startRetrying, attemptBudget } = require('./retry')
 const { Permit } = require('./permit')

@@ -1,7 +1,8 @@
 'use strict'
 // The public surface: the Resilix class, its key cache and the one admission path of execute()
-// and acquire(). Every policy decision is the engine's (engine/src); a call's life after
-// admission is lib/admit.js, its stages wired in lib/pipeline.js. Hot path: one native call to acquire, one to settle, numbers only.
+// and acquire(). Every policy decision is the engine's (engine/src); a call's admission is
+// lib/admit.js, its stages are wired in lib/pipeline.js (ADR 1219). Hot path: one native call to
+// acquire, one to settle, numbers only.
 
 const { native, mapNativeError } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = require('./lib/errors')

@@ -1,8 +1,8 @@
 'use strict'
 // The guard stage (ADR 1219): a call's timeout and its caller's signal. enterGuard() links the
-// signal and arms the deadline, leaveGuard() stops both, so no listener outlives the call; and how a call
-// that the guard ends early is answered. The deadlines are handed in: one list for the thread,
-// made by lib/pipeline.js with what a deadline that passes does next.
+// signal and arms the deadline, leaveGuard() stops both, so no listener outlives the call; and
+// how a call that the guard ends early is answered. The deadlines are handed in: one list for
+// the thread, made by lib/pipeline.js with what a deadline that passes does next.
 
 const { clockCell, CELL, native } = require('./native')
 /** The clock cell's element holding the latest acquire's time: a constant read once (ADR 1210). */

@@ -159,9 +159,12 @@ function enterLine(call, wake) {
  * permit, QUEUED for the limiter's queue, or a refusal), or null while it must wait (its timer
  * armed again for the time the engine names).
  */
-function budgetNext(ks) {
+function budgetNext(ks, deadlines) {
   const line = ks.line
-  const call = line.head
+  let call = line.head
+  // A deadline that passed during a stall: the call expires, it is never let through (ADR 1108).
+  while (call !== null && deadlines.overdue(call)) call = line.head
+  if (call === null) return null
   const left = call._dlist !== null ? call._deadline - native.nowMs() : undefined
   const p = acquireCosting(ks, left, levelOf(call), call._prio === null ? 0 : call._prio.id, call._cost, true)
   if (p === QUOTA_WAIT) {
@@ -201,10 +204,13 @@ function leaveBudget(call) {
 /**
  * The next waiter, taken out of the list with the engine's answer in `_permit`: a permit (≥ 0)
  * or a rejection code. null when there is none or it must keep waiting. The engine refuses a
- * stream whose deadline would cut it before its slot is given back (ADR 0118).
+ * stream whose deadline would cut it before its slot is given back (ADR 0118). A waiter whose
+ * deadline passed while the event loop was blocked (its timer has not fired yet) must not run:
+ * it expires now, by `deadlines` (ADR 0609).
  */
-function admitNext(ks) {
-  const call = ks.head
+function admitNext(ks, deadlines) {
+  let call = ks.head
+  while (call !== null && deadlines.overdue(call)) call = ks.head
   if (call === null) return null
   const deadline = call._dlist !== null ? call._deadline : 0
   const p = ks.tails === null ? native.admitQueued(ks.handle, deadline) : native.admitQueuedAt(ks.handle, levelOf(call), call._prio === null ? 0 : call._prio.id, deadline)

@@ -22,59 +22,52 @@ const diag = require('./diagnostics')
 
 /** The thread's deadlines, shared by every instance: a deadline that passes calls expire(). */
 const deadlines = new Deadlines(expire)
+
 // ---- entering: the guard, then the run or the wait --------------------------------------------
 
 /** A call with a deadline or a caller signal, holding `permit`: our own promise. */
 function runGuarded(call, permit) {
   call._permit = permit
   call._state = RUNNING
-  return guarded(call, true)
+  return guarded(call, true, true)
 }
 
 /** A call that waits in its key's line; a fn running on that key warns once (self-wait). */
 function wait(call) {
   if (runningOn(call._ks)) warnSelfWait(call._ks)
-  return guarded(call, false)
+  return guarded(call, false, true)
 }
 
-function guarded(call, running) {
+/**
+ * The guard, then the run or the wait. `own`: the call answers through a promise of its own
+ * (returned); else through the resolvers it holds, its caller's (a retry's attempt).
+ */
+function guarded(call, running, own) {
   const err = enterGuard(call, deadlines)
-  if (err === undefined) {
+  let promise
+  if (err !== undefined) {
+    // Its signal's addEventListener threw: its caller gets `err`, and the call gives its place
+    // back (a permit as cancelled, in start()).
+    call._answered = true
+    if (own) promise = Promise.reject(err)
+    else call._reject(err)
+    if (!running) {
+      call._state = DONE
+      line.leaveEngine(call)
+      return promise
+    }
+  } else if (own) {
     capturing = call
-    const promise = new Promise(capture)
-    proceed(call, running)
-    return promise
+    promise = new Promise(capture)
   }
-  neverStarted(call, running, err)
-  return Promise.reject(err)
+  if (running) start(call, err)
+  else enterLine(call, wakeBudget)
+  return promise
 }
 
 /** A retry's attempt (lib/retry.js): as guarded(), answering through its caller's resolvers. */
 function guardAttempt(call, running) {
-  const err = enterGuard(call, deadlines)
-  if (err === undefined) return proceed(call, running)
-  neverStarted(call, running, err)
-  call._reject(err)
-}
-
-/** The call runs now, or waits in its line. */
-function proceed(call, running) {
-  if (running) start(call)
-  else enterLine(call, wakeBudget)
-}
-
-/**
- * The guard refused the call (its signal's addEventListener threw `err`): it gives its place
- * back, a permit as cancelled; its caller gets `err`.
- */
-function neverStarted(call, running, err) {
-  call._answered = true
-  if (running) {
-    call._cancelled = true
-    return ended(call, false, err)
-  }
-  call._state = DONE
-  line.leaveEngine(call)
+  guarded(call, running, false)
 }
 
 // The call whose promise is being created: `new Promise(capture)` stores the resolvers on it
@@ -88,8 +81,15 @@ function capture(resolve, reject) {
 
 // ---- running and settling ---------------------------------------------------------------------
 
-/** A call holding its permit starts: fn runs (or acquire() gets its Permit). */
-function start(call) {
+/**
+ * A call holding its permit starts: fn runs (or acquire() gets its Permit). One whose guard
+ * refused it (`err`) ends at once, as cancelled, fn never called.
+ */
+function start(call, err) {
+  if (err !== undefined) {
+    call._cancelled = true
+    return ended(call, false, err)
+  }
   if (call._fn === null) {
     // acquire(): hand over a permit; its holder settles it.
     leaveGuard(call, deadlines)
@@ -112,8 +112,8 @@ function start(call) {
       return
     }
     ok = true
-  } catch (err) {
-    x = err
+  } catch (e) {
+    x = e
   }
   ended(call, ok, x)
 }
@@ -155,18 +155,16 @@ const NONE = []
  */
 function settled(rx, ks, freed) {
   if (rx._events.watching) rx._events.observe(ks)
-  const late = ks.judged || ks.head === null ? NONE : line.lateWaiters(ks)
+  if (ks.head === null) return
+  const late = ks.judged ? NONE : line.lateWaiters(ks)
   // Not while this loop already runs for the key (a woken fn settled synchronously).
   const waking = freed > 0 && !ks.waking
+  if (!waking && late.length === 0) return
   if (waking) ks.waking = true
   try {
     for (let i = 0, call; ; ) {
       if (i < late.length) call = late[i++]
-      else if (!waking || (call = ks.head) === null) break
-      // A deadline that passed while the event loop was blocked: its timer has not fired yet,
-      // and the call must not run now (ADR 0609).
-      else if (deadlines.overdue(call)) continue
-      else if ((call = line.admitNext(ks)) === null) break
+      else if (!waking || (call = line.admitNext(ks, deadlines)) === null) break
       if (call._permit < 0) refused(call, refusal(call), deadlines)
       else {
         const ar = enterSettle(call) // fn runs in its caller's async context
@@ -187,10 +185,7 @@ function wakeBudget(ks) {
   const budget = line.budgetTurn(ks)
   try {
     let call
-    while ((call = budget.head) !== null && ks.handle >= 0) {
-      // A deadline that passed during a stall: the call leaves, it is never let through (ADR 1108).
-      if (deadlines.overdue(call)) continue
-      if ((call = line.budgetNext(ks)) === null) break
+    while (ks.handle >= 0 && (call = line.budgetNext(ks, deadlines)) !== null) {
       if (call._permit === QUEUED) {
         call._permit = -1
         line.enqueue(ks, call)

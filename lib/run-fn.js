@@ -1,7 +1,8 @@
 'use strict'
-// The run stage (ADR 1219): a call's fn runs (enter), and what it ended with is read as a verdict
-// (leave: the instance's classify, or the default rules). Remembers the key whose fn runs synchronously now: a call it queues on
-// that same key is a self-wait, the start of a deadlock (warned once per key).
+// The run stage (ADR 1219): a call's fn runs (enterRun), and what it ended with is read as a
+// verdict (leaveRun: the instance's classify, or the default rules). Remembers the key whose fn
+// runs synchronously now: a call it queues on that same key is a self-wait, the start of a
+// deadlock (warned once per key).
 
 const V = require('./verdicts')
 const { custom } = require('./classify')

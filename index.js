@@ -1,13 +1,13 @@
 'use strict'
 // The public surface: the Resilix class, its key cache and the one admission path of execute()
-// and acquire(). Every policy decision is the engine's (engine/src); a call's life after
-// admission is lib/call.js. Hot path: one native call to acquire, one to settle, numbers only.
+// and acquire(). Every policy decision is the engine's (engine/src); a call's admission is
+// lib/admit.js, its stages are wired in lib/pipeline.js (ADR 1219). Hot path: one native call to
+// acquire, one to settle, numbers only.
 
 const { native, mapNativeError } = require('./lib/native')
 const { RejectedError, TimeoutError, isRejectedError, isTimeoutError, findRejectedError, findTimeoutError } = require('./lib/errors')
 const { normalize } = require('./lib/options')
-const { settle, giveUp } = require('./lib/call')
-const { callerAborted } = require('./lib/guard')
+const { settle, giveUp, callerAborted } = require('./lib/pipeline')
 const { closeLine } = require('./lib/line')
 const { attemptsOf, Backoff } = require('./lib/retry')
 const { admit } = require('./lib/admit')
@@ -174,7 +174,7 @@ class Resilix {
     return admit(this, fn, key, opts, execute, attempt)
   }
 
-  /** Settles a permit (lib/permit.js, which cannot require lib/call.js: call.js requires it). */
+  /** Settles a permit (lib/permit.js, which cannot require lib/pipeline.js: the pipeline requires it). */
   _settle(ks, permit, verdict) {
     settle(this, ks, permit, verdict)
   }

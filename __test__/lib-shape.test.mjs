@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict'
 import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
+import { createRequire } from 'node:module'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
@@ -120,9 +121,31 @@ test('the hook finder sees one', () => {
   assert.deepEqual(writesIntoRequired("const { retryHooks, x } = require('./call')\nretryHooks.refused = refused\nconst y = { a: 1 }\ny.a = 2\n"), ['retryHooks.refused'])
 })
 
-test('index.js and lib/call.js stay under 250 lines: a policy adds its own files, not lines to the hub', () => {
-  for (const file of ['index.js', 'lib/call.js']) {
+test('index.js and lib/pipeline.js stay under 250 lines: a policy adds its own files, not lines to the hub', () => {
+  for (const file of ['index.js', 'lib/pipeline.js']) {
     const lines = readFileSync(join(root, file), 'utf8').split('\n').length - 1
     assert.ok(lines < 250, `${file} has ${lines} lines`)
   }
+})
+
+// The stages that lib/pipeline.js wires, each with the same interface (ADR 1219): enter<Stage>(call, …)
+// and leave<Stage>(call, …) return what happened; only the pipeline calls the next stage.
+const STAGES = { 'lib/line.js': 'Line', 'lib/guard.js': 'Guard', 'lib/run-fn.js': 'Run', 'lib/settle.js': 'Settle' }
+
+test('each stage that the pipeline wires exports its enter and leave', () => {
+  const require = createRequire(import.meta.url)
+  for (const [file, stage] of Object.entries(STAGES)) {
+    const m = require(join(root, file))
+    for (const name of [`enter${stage}`, `leave${stage}`]) assert.equal(typeof m[name], 'function', `${file} has no ${name}()`)
+  }
+})
+
+test('no stage requires the pipeline or another stage: it returns what happened, the pipeline goes on', () => {
+  const graph = requireGraph()
+  const stages = Object.keys(STAGES).map((f) => join(root, f))
+  const found = []
+  for (const file of stages) {
+    for (const dep of graph.get(file)) if (dep === join(lib, 'pipeline.js') || stages.includes(dep)) found.push(`${relative(root, file)} → ${relative(root, dep)}`)
+  }
+  assert.deepEqual(found, [])
 })

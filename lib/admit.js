@@ -3,12 +3,12 @@
 // order: the call's options, its key, retry (the outermost: it bounds the first attempt), the
 // engine's admission (breaker → quota → throttle → limiter and queue → bulkhead, one native
 // acquire, lib/acquire.js), then the call's record enters the wait in its key's line, the
-// timeout and signal guard, and the run (lib/call.js). Bad input rejects, never throws.
+// timeout and signal guard, and the run (lib/pipeline.js). Bad input rejects, never throws.
 
 const { QUEUED, QUOTA_WAIT, REGISTRY_FULL } = require('./native')
 const { Call, GuardedCall, QuotaCall } = require('./call-record')
 const { runPlain } = require('./run-plain')
-const { runGuarded, wait } = require('./guard')
+const { runGuarded, wait } = require('./pipeline')
 const { Cost, costOption, rejection } = require('./quota')
 const { startRetrying, attemptBudget } = require('./retry')
 const { Permit } = require('./permit')
@@ -70,7 +70,7 @@ function admit(rx, fn, key, opts, execute, attempt) {
 /**
  * The engine answered `p` for a call: it is refused, retried (lib/retry.js), handed a permit
  * (acquire()), run, or waits. A call with no deadline, no signal, no priority and nobody timing
- * calls runs as a slim Call on fn's own promise (lib/call.js); any other gets one GuardedCall,
+ * calls runs as a slim Call on fn's own promise (lib/run-plain.js); any other gets one GuardedCall,
  * the record every later stage reads and writes.
  */
 function enter(rx, ks, fn, timeoutMs, signal, retry, prio, cost, p, attempt) {

@@ -123,4 +123,24 @@ class GuardedCall extends Call {
   }
 }
 
-module.exports = { Call, QuotaCall, GuardedCall, WAITING, RUNNING, DONE }
+/** Answers the caller with `err`, once. */
+function answer(call, err) {
+  if (call._answered) return
+  call._answered = true
+  // A retry's attempt ends its call: the attempts are recorded (lib/retry.js attemptsOf).
+  if (call._retry !== null && !call._retry.first) call.answeredWith(err)
+  call._reject(err)
+}
+
+/** The error of a waiter the engine refused (its code in `_permit`) as it left its line. */
+function refusal(call) {
+  return quota.rejection(call._rx, call._permit, call._ks, call._prio, call._cost, call._attempt)
+}
+
+/** The deadline a TimeoutError names: the call's timeoutMs, for a retry's attempt too. */
+function reportedMs(call) {
+  const r = call._retry
+  return r === null || r.first || !r.bounded ? call._timeoutMs : r.timeoutMs
+}
+
+module.exports = { Call, QuotaCall, GuardedCall, WAITING, RUNNING, DONE, answer, reportedMs, refusal }

@@ -1,5 +1,5 @@
 'use strict'
-// Per-call deadlines without a timer per call: one Deadlines per thread (lib/call.js holds it),
+// Per-call deadlines without a timer per call: one Deadlines per thread (lib/pipeline.js holds it),
 // shared by every instance. Calls with the same timeoutMs expire in the order they started, so
 // each distinct timeoutMs keeps an intrusive FIFO (O(1) add and remove, no allocation per call:
 // the links live on the call). One timer is armed for the earliest head.

@@ -48,7 +48,7 @@ class Timing {
 
 /**
  * Someone listens to settles or leaves: calls are timed. A call admitted then is a GuardedCall
- * (lib/call.js), whose `_timing` field holds its Timing; a plain call has no such field (one
+ * (lib/call-record.js), whose `_timing` field holds its Timing; a plain call has no such field (one
  * more field on every call cost throughput with 100 concurrent callers, ADR 0007).
  */
 const active = () => settleChannel.hasSubscribers || leaveChannel.hasSubscribers

@@ -1,103 +1,74 @@
 'use strict'
-// The timeout and signal guard of a call that is not plain (ADR 1200): its caller's signal
-// linked, its deadline armed, then it runs or waits in its key's line; and what the caller's
-// abort does. The deadline's own expiry is lib/call.js's, where a call settles.
+// The guard stage (ADR 1219): a call's timeout and its caller's signal. enterGuard() links the
+// signal and arms the deadline, leaveGuard() stops both, so no listener outlives the call; and
+// how a call that the guard ends early is answered. The deadlines are handed in: one list for
+// the thread, made by lib/pipeline.js with what a deadline that passes does next.
 
-const { AsyncResource } = require('node:async_hooks')
-const { native, clockCell, CELL } = require('./native')
+const { clockCell, CELL, native } = require('./native')
 /** The clock cell's element holding the latest acquire's time: a constant read once (ADR 1210). */
 const NOW = CELL.now
-const V = require('./verdicts')
-const { WAITING, RUNNING, DONE } = require('./call-record')
-const { runningOn } = require('./run-fn')
-const { start, settle, giveUp, answer, deadlines, wakeBudget } = require('./call')
-const { enter, leaveEngine } = require('./line')
-const { stuckAfterMs, warnSelfWait } = require('./lifetime')
-const diag = require('./diagnostics')
-
-/** A call with a deadline or a caller signal, holding `permit`: our own promise. */
-function runGuarded(call, permit) {
-  call._permit = permit
-  call._state = RUNNING
-  return guard(call, true)
-}
-
-/** A call that waits in its key's FIFO; a fn running on that key warns once (self-wait). */
-function wait(call) {
-  if (runningOn(call._ks)) warnSelfWait(call._ks)
-  return guard(call, false)
-}
-
-/** Links the caller's signal and the deadline, then starts the call or queues it. */
-function guard(call, running) {
-  if (call._callerSignal !== undefined) {
-    const err = linkSignal(call, running)
-    if (err !== undefined) return Promise.reject(err)
-  }
-  capturing = call
-  const promise = new Promise(capture)
-  launch(call, running)
-  return promise
-}
+const { TimeoutError } = require('./errors')
+const { answer, reportedMs, DONE } = require('./call-record')
+const { stuckAfterMs } = require('./lifetime')
 
 /**
- * A retry's attempt (lib/retry.js): as guard(), answering through the resolvers the call
- * already holds (its caller's) rather than a promise of its own.
+ * Links the caller's signal, then arms the deadline in `deadlines`. Returns the error of the
+ * signal's addEventListener (the call then never starts, and has no deadline), else undefined.
  */
-function guardAttempt(call, running) {
+function enterGuard(call, deadlines) {
   if (call._callerSignal !== undefined) {
-    const err = linkSignal(call, running)
-    if (err !== undefined) {
-      call._answered = true
-      call._reject(err)
-      return
+    try {
+      call._rx._signals.add(call, call._callerSignal)
+    } catch (err) {
+      return err
     }
   }
-  launch(call, running)
-}
-
-/** Links the caller's signal; its addEventListener's error, after which the call never starts. */
-function linkSignal(call, running) {
-  try {
-    call._rx._signals.add(call, call._callerSignal)
-  } catch (err) {
-    call._state = DONE
-    if (running) {
-      settle(call._rx, call._ks, call._permit, V.CANCELLED)
-      if (call._timing !== null) diag.settled(call._rx, call.key, V.CANCELLED, call._timing, false)
-    } else leaveEngine(call)
-    return err
-  }
+  // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
+  if (call._timeoutMs !== undefined) deadlines.add(call, call._timeoutMs, clockCell[NOW], true)
   return undefined
 }
 
-function launch(call, running) {
-  // The engine's clock as of the acquire that preceded this (the clock cell): no clock read.
-  if (call._timeoutMs !== undefined) deadlines.add(call, call._timeoutMs, clockCell[NOW], true)
-  if (running) start(call)
-  else {
-    // Keep the caller's async context for when fn runs later (p-limit #71).
-    call._asyncResource = new AsyncResource('resilix.queued')
-    enter(call, wakeBudget)
-  }
+/** Stops the deadline and unlinks the caller's signal. Idempotent. */
+function leaveGuard(call, deadlines) {
+  if (call._dlist !== null) deadlines.remove(call)
+  if (call._sentry !== null) call._rx._signals.remove(call)
 }
 
-// The call whose promise is being created: `new Promise(capture)` stores the resolvers on it
-// without allocating an executor closure per call (the executor runs synchronously).
-let capturing = null
-function capture(resolve, reject) {
-  capturing._resolve = resolve
-  capturing._reject = reject
-  capturing = null
+/** A waiter refused by our own policies (`err`) never runs: its guard stops, its caller is answered. */
+function refused(call, err, deadlines) {
+  leaveGuard(call, deadlines)
+  call._state = DONE
+  // A retry refused by our own policies is not sent: its call ends with the attempt before.
+  // A first attempt (its RetryState when it has attemptTimeoutMs) has none: it gets `err`.
+  if (call._retry !== null && call._attempt > 0) {
+    call._answered = true
+    call.retryRefused()
+  } else answer(call, err)
 }
 
-/** The caller's signal aborted (lib/signals.js unlinked the call). */
-function callerAborted(call, reason) {
-  if (call._state === WAITING) {
-    giveUp(call, reason)
-    return
-  }
-  if (call._state !== RUNNING) return
+/**
+ * A running call's deadline passed: its caller is answered with a TimeoutError (an attempt's
+ * own deadline, attemptTimeoutMs, may be retried instead: that error is returned, else null),
+ * its fn's signal aborts, and its slot is held until fn settles or is released as stuck.
+ */
+function timedOut(call, now, deadlines) {
+  call._timedOut = true
+  // The caller has its answer; a later abort of its signal can change nothing (ctx.signal is
+  // aborted below), so unlink now rather than when a fn that ignores its signal settles: a
+  // long-lived parent signal must not hold a listener per timed-out straggler.
+  leaveGuard(call, deadlines)
+  const err = new TimeoutError(call.key, reportedMs(call), false)
+  const r = call._retry
+  const retrying = r !== null && !r.first && !r.bounded
+  if (retrying) call._answered = true
+  else answer(call, err)
+  deadlines.add(call, stuckAfterMs(call), now, false)
+  if (call._controller !== null) call._controller.abort(err)
+  return retrying ? err : null
+}
+
+/** A running call's caller aborted: it is answered with `reason`, fn's signal aborts. */
+function aborted(call, reason, deadlines) {
   call._cancelled = true
   if (call._dlist !== null) deadlines.remove(call)
   answer(call, reason)
@@ -105,4 +76,4 @@ function callerAborted(call, reason) {
   if (call._controller !== null) call._controller.abort(reason)
 }
 
-module.exports = { runGuarded, wait, guardAttempt, callerAborted }
+module.exports = { enterGuard, leaveGuard, refused, timedOut, aborted }

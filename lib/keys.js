@@ -13,7 +13,7 @@ class KeyState {
     this.tails = null // the last waiter by level, once a call names a priority or tenant
     this.line = null // the calls waiting for budget, with a quota (lib/line.js)
     this.fleet = null // the lease, with a quota store (lib/fleet.js)
-    this.waking = false // a wake loop runs (lib/call.js)
+    this.waking = false // a wake loop runs (lib/pipeline.js)
     this.judged = false // its first waiters were judged by the deadline rule (lib/line.js)
     this.observed = -1 // the last observed limit and breaker state (lib/events.js)
     this.retryBodyRefusals = 0 // retries the interceptor could not make: the body could not be sent again

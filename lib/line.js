@@ -9,8 +9,9 @@
 // name no priority keeps one FIFO (`tails` null); the first call that names one adds the last
 // waiter of each level, so that a call is inserted behind its level's last. Every exit from a
 // line tells the engine, so the two never drift apart. What a call does once it leaves, and the
-// deadline kept across stalls (Deadlines.overdue), are the wake loops' (lib/call.js).
+// deadline kept across stalls (Deadlines.overdue), are the wake loops' (lib/pipeline.js).
 
+const { AsyncResource } = require('node:async_hooks')
 const { native, clockCell, CELL, KEEP_WAITING, STALE_HANDLE, REGISTRY_FULL, DEFAULT_LEVEL, QUOTA_WAIT, QUEUED } = require('./native')
 const { LEVELS } = require('./levels')
 const { acquireCosting } = require('./acquire')
@@ -71,7 +72,7 @@ function unqueue(ks, call) {
   call._qnext = null
 }
 
-/** The key's calls waiting for budget, and its timer, which calls `wake(ks)` (lib/call.js). */
+/** The key's calls waiting for budget, and its timer, which calls `wake(ks)` (lib/pipeline.js). */
 class BudgetLine {
   constructor(wake) {
     this.head = null
@@ -141,14 +142,16 @@ function closeLine(ks) {
  * A call waits in its line: for budget when the engine told it QUOTA_WAIT (asking again at the
  * time the engine named, by `wake`), else for a slot.
  */
-function enter(call, wake) {
+function enterLine(call, wake) {
   const ks = call._ks
+  // Keep the caller's async context for when fn runs later (p-limit #71).
+  call._asyncResource = new AsyncResource('resilix.queued')
   if (call._permit !== QUOTA_WAIT) return enqueue(ks, call)
   const line = (ks.line ??= new BudgetLine(wake))
   enqueue(line, call)
-  diag.quotaWaiting(call)
   arm(ks, line.head === call ? clockCell[CELL.quotaAskAt] : line.at)
   if (ks.fleet !== null) ks.fleet.want()
+  diag.quotaWaiting(call)
 }
 
 /**
@@ -156,9 +159,12 @@ function enter(call, wake) {
  * permit, QUEUED for the limiter's queue, or a refusal), or null while it must wait (its timer
  * armed again for the time the engine names).
  */
-function budgetNext(ks) {
+function budgetNext(ks, deadlines) {
   const line = ks.line
-  const call = line.head
+  let call = line.head
+  // A deadline that passed during a stall: the call expires, it is never let through (ADR 1108).
+  while (call !== null && deadlines.overdue(call)) call = line.head
+  if (call === null) return null
   const left = call._dlist !== null ? call._deadline - native.nowMs() : undefined
   const p = acquireCosting(ks, left, levelOf(call), call._prio === null ? 0 : call._prio.id, call._cost, true)
   if (p === QUOTA_WAIT) {
@@ -171,6 +177,15 @@ function budgetNext(ks) {
   call._permit = p === STALE_HANDLE ? REGISTRY_FULL : p
   diag.quotaResumed(call, p >= 0 || p === QUEUED ? 'granted' : 'refused')
   return call
+}
+
+/** The budget line's turn to ask begins (its timer fired, or budget came back): the line. */
+function budgetTurn(ks) {
+  const line = ks.line
+  line.timer = null
+  line.at = Infinity
+  line.pumping = true
+  return line
 }
 
 /** A waiter for budget gives up (deadline, abort, close). */
@@ -189,10 +204,13 @@ function leaveBudget(call) {
 /**
  * The next waiter, taken out of the list with the engine's answer in `_permit`: a permit (≥ 0)
  * or a rejection code. null when there is none or it must keep waiting. The engine refuses a
- * stream whose deadline would cut it before its slot is given back (ADR 0118).
+ * stream whose deadline would cut it before its slot is given back (ADR 0118). A waiter whose
+ * deadline passed while the event loop was blocked (its timer has not fired yet) must not run:
+ * it expires now, by `deadlines` (ADR 0609).
  */
-function admitNext(ks) {
-  const call = ks.head
+function admitNext(ks, deadlines) {
+  let call = ks.head
+  while (call !== null && deadlines.overdue(call)) call = ks.head
   if (call === null) return null
   const deadline = call._dlist !== null ? call._deadline : 0
   const p = ks.tails === null ? native.admitQueued(ks.handle, deadline) : native.admitQueuedAt(ks.handle, levelOf(call), call._prio === null ? 0 : call._prio.id, deadline)
@@ -237,7 +255,7 @@ function lateWaiters(ks) {
 }
 
 /** A waiter gives up (deadline, abort, close): out of its line and of the engine's count. */
-function leave(call) {
+function leaveLine(call) {
   if (call._permit === QUOTA_WAIT) leaveBudget(call)
   else {
     unqueue(call._ks, call)
@@ -270,4 +288,4 @@ function leaveQueue(call) {
   else native.leaveQueueAt(call._ks.handle, call._prio.level)
 }
 
-module.exports = { enter, enqueue, admitNext, budgetNext, lateWaiters, leave, leaveEngine, refund, soon, closeLine }
+module.exports = { enterLine, enqueue, budgetTurn, admitNext, budgetNext, lateWaiters, leaveLine, leaveEngine, refund, soon, closeLine }

@@ -6,6 +6,7 @@ const V = require('./verdicts')
 const { describe } = require('./describe')
 const diag = require('./diagnostics')
 const quota = require('./quota')
+const { DONE } = require('./call-record')
 
 // A permit collected unreleased releases itself as 'cancelled' and warns with its key (once per
 // key), so a forgotten release() cannot hold a slot for good (ADR 0605).
@@ -92,4 +93,13 @@ class Permit {
   }
 }
 
-module.exports = { Permit }
+/** acquire()'s call that held its place (a deadline, a signal, a wait) gets its Permit now. */
+function handOver(call) {
+  call._state = DONE // its holder settles the permit
+  call._answered = true
+  const permit = new Permit(call._rx, call._ks, call._permit, call._timing)
+  if (call._cost !== null) permit._cost = call._cost
+  call._resolve(permit)
+}
+
+module.exports = { Permit, handOver }

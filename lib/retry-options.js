@@ -38,7 +38,7 @@ class RetryPolicy {
     this.attemptTimeoutMs = o.attemptTimeoutMs
     /** The options as given, defaults filled in (a per-call object is laid over them). */
     this.options = Object.freeze({ ...o })
-    /** Held by a first attempt (lib/call.js): a RetryState takes over once it does not succeed. */
+    /** Held by a first attempt (lib/pipeline.js): a RetryState takes over once it does not succeed. */
     this.first = true
     Object.freeze(this)
   }

@@ -15,7 +15,7 @@ const { TimeoutError } = require('./errors')
 const { Call, GuardedCall, RUNNING } = require('./call-record')
 const { runFn, verdictOfValue, verdictOfError } = require('./run-fn')
 const { finish } = require('./run-plain')
-const { runGuarded, wait, guardAttempt } = require('./guard')
+const { runGuarded, wait, guardAttempt } = require('./pipeline')
 const { retryAfterOf } = require('./retry-after')
 const diag = require('./diagnostics')
 const { closedError } = require('./lifetime')
@@ -73,7 +73,7 @@ function startRetrying(rx, ks, fn, policy, timeoutMs, signal, p, prio = null, co
   })
 }
 
-/** As runPlain (lib/call.js) for a first attempt; one that does not succeed goes on below. */
+/** As runPlain (lib/run-plain.js) for a first attempt; one that does not succeed goes on below. */
 async function runPlainRetrying(rx, ks, fn, policy, p) {
   const call = new Call(rx, ks, fn, undefined, undefined)
   call._permit = p
@@ -138,7 +138,7 @@ class RetryState {
  * tells this stage how it ended. `_retry` is the policy for a first attempt, else the RetryState.
  */
 class RetryingCall extends GuardedCall {
-  /** It ended without being answered: retry it, or end the call (lib/call.js). */
+  /** It ended without being answered: retry it, or end the call (lib/pipeline.js). */
   attemptEnded(ok, x, verdict) {
     attemptEnded(this, ok, x, verdict)
   }

@@ -1,15 +1,16 @@
 'use strict'
-// Running a call's fn, and reading what it ended with as a verdict (the instance's classify, or
-// the default rules). Remembers the key whose fn runs synchronously now: a call it queues on
-// that same key is a self-wait, the start of a deadlock (warned once per key).
+// The run stage (ADR 1219): a call's fn runs (enterRun), and what it ended with is read as a
+// verdict (leaveRun: the instance's classify, or the default rules). Remembers the key whose fn
+// runs synchronously now: a call it queues on that same key is a self-wait, the start of a
+// deadlock (warned once per key).
 
 const V = require('./verdicts')
 const { custom } = require('./classify')
 
 let current = null
 
-/** Calls the call's fn, remembering its key while fn runs synchronously. */
-function runFn(call) {
+/** Calls the call's fn, remembering its key while fn runs synchronously: what fn returned. */
+function enterRun(call) {
   const outer = current
   current = call._ks
   try {
@@ -34,4 +35,11 @@ function verdictOfError(call, e) {
   return classify === undefined ? V.classifyError(e) : custom(classify, call, false, e)
 }
 
-module.exports = { runFn, runningOn, verdictOfValue, verdictOfError }
+/** fn ended (`ok`: with value `x`, else error `x`): its verdict; an abort or a deadline first. */
+function leaveRun(call, ok, x) {
+  if (call._cancelled) return V.CANCELLED
+  if (call._timedOut) return V.TIMEOUT
+  return ok ? verdictOfValue(call, x) : verdictOfError(call, x)
+}
+
+module.exports = { enterRun, leaveRun, runFn: enterRun, runningOn, verdictOfValue, verdictOfError }

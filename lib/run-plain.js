@@ -5,7 +5,7 @@
 
 const { RUNNING, DONE } = require('./call-record')
 const { runFn, verdictOfValue, verdictOfError } = require('./run-fn')
-const { settle } = require('./call')
+const { settle } = require('./pipeline')
 const V = require('./verdicts')
 const quota = require('./quota')
 

@@ -181,15 +181,13 @@ if (want('node')) {
   }
 }
 
-// Processes sharing one real upstream (`__test__/fleet/`): run once, under this Node. They
-// measure the limit, which the runtime does not change, for 9 minutes.
-if (want('fleet')) {
-  const tap = join(tmp, 'fleet.tap')
-  const ok = await run('fleet of processes', node, [
+/** A test file run once, under this Node, as its own step with its own budget. */
+async function runOnce(step, label, file, budgetMs) {
+  const tap = join(tmp, `${step}.tap`)
+  const ok = await run(label, node, [
     '--test', '--test-reporter=spec', '--test-reporter-destination=stdout',
-    '--test-reporter=tap', `--test-reporter-destination=${tap}`,
-    join('__test__', 'fleet', 'fair-share.test.mjs'),
-  ], { budgetMs: 11 * MINUTE })
+    '--test-reporter=tap', `--test-reporter-destination=${tap}`, file,
+  ], { budgetMs })
   let text = ''
   try {
     text = readFileSync(tap, 'utf8')
@@ -198,27 +196,19 @@ if (want('fleet')) {
   const fail = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0) + Number(/^# cancelled (\d+)/m.exec(text)?.[1] ?? 0)
   counts.passed += pass
   counts.failed += fail || (ok && pass > 0 ? 0 : 1)
-  for (const f of tapFailures(text)) failures.push(`fleet: ${f}`)
+  for (const f of tapFailures(text)) failures.push(`${step}: ${f}`)
+}
+
+// Processes sharing one real upstream (`__test__/fleet/`): run once, under this Node. They
+// measure the limit, which the runtime does not change, for 9 minutes.
+if (want('fleet')) {
+  await runOnce('fleet', 'fleet of processes', join('__test__', 'fleet', 'fair-share.test.mjs'), 11 * MINUTE)
 }
 
 // A self-hosted LLM server's generation slots on a real upstream (`__test__/slots/`): run once,
 // under this Node, for the same reason; its ten 60 s runs go at once (ADR 1221).
 if (want('slots')) {
-  const tap = join(tmp, 'slots.tap')
-  const ok = await run('generation slots', node, [
-    '--test', '--test-reporter=spec', '--test-reporter-destination=stdout',
-    '--test-reporter=tap', `--test-reporter-destination=${tap}`,
-    join('__test__', 'slots', 'llm-slots.test.mjs'),
-  ], { budgetMs: 3 * MINUTE })
-  let text = ''
-  try {
-    text = readFileSync(tap, 'utf8')
-  } catch {}
-  const pass = Number(/^# pass (\d+)/m.exec(text)?.[1] ?? 0)
-  const fail = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0) + Number(/^# cancelled (\d+)/m.exec(text)?.[1] ?? 0)
-  counts.passed += pass
-  counts.failed += fail || (ok && pass > 0 ? 0 : 1)
-  for (const f of tapFailures(text)) failures.push(`slots: ${f}`)
+  await runOnce('slots', 'generation slots', join('__test__', 'slots', 'llm-slots.test.mjs'), 3 * MINUTE)
 }
 
 // The compatibility suite under each runtime. A runtime that cannot run, crashes, or reports

@@ -99,7 +99,13 @@ const goal = {
   ],
   // Printed, not asserted: what the slots serve, and the same consumers without priorities.
   throughput: (f, slots) => [`stream throughput over the second half, of what ${slots} slots serve: ${pct(f.goodputLastHalf)}`, true, ''],
-  criticalUnprioritised: (f) => [`without priorities the same two consumers' TTFT p90: ${f.criticalTtftP90Streams} stream lengths (${f.criticalTtftP90Ms} ms)`, true, ''],
+  criticalUnprioritised: (f) => [
+    f.criticalTtftP90Ms === null
+      ? 'without priorities the same two consumers: none of their requests reached a first token in the second half (their TTFT p90 is unbounded)'
+      : `without priorities the same two consumers' TTFT p90: ${f.criticalTtftP90Streams} stream lengths (${f.criticalTtftP90Ms} ms)`,
+    true,
+    '',
+  ],
 }
 
 const LIMIT_GOALS = ['limit', 'baseline', 'noTimeoutAdmitted', 'refusedUpFront', 'breaker']

@@ -88,12 +88,7 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
             ),
             g("baselineOverTtft", "<= 2", |x| x > 0.0 && x <= 2.0, true),
             g("throughputPct", ">= 90 %", |x| x >= 90.0, true),
-            g(
-                "timeouts",
-                "= 0 (over the second half)",
-                |x| x == 0.0,
-                true,
-            ),
+            g("timeouts", "= 0 (over the second half)", |x| x == 0.0, true),
         ],
         "llm-slots-priorities" => vec![g(
             "criticalTtftP90OverStream",

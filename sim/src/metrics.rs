@@ -488,8 +488,7 @@ pub fn compute(run: &Run) -> Vec<Metric> {
                             .filter(|c| c.created >= aa && c.created < bb)
                             .map(|c| (c.started - c.created + c.latency_ns) as f64)
                             .collect();
-                        (!ttft.is_empty())
-                            .then(|| percentile(&mut ttft, 0.9) / st.length_median_ns)
+                        (!ttft.is_empty()).then(|| percentile(&mut ttft, 0.9) / st.length_median_ns)
                     }),
                 ),
             ]

@@ -341,8 +341,8 @@ impl Limiter {
 
     /// See [`Adaptive::note_late`](crate::limit::Adaptive::note_late).
     #[inline]
-    pub fn note_late(&mut self, late: u32) {
-        self.limit.note_late(late);
+    pub fn note_late(&mut self, late: u32, now: Nanos, after: Nanos) {
+        self.limit.note_late(late, now, after);
     }
 
     /// A call this limiter admitted ended; `sample` is `None` for ignored verdicts.

@@ -614,7 +614,8 @@ impl PolicySet {
                 };
                 if !verdict.is_ignored() {
                     if let Some(after) = l.late_after(end, &sample) {
-                        l.note_late(self.permits.count_late(end.saturating_sub(after)));
+                        let late = self.permits.count_late(end.saturating_sub(after));
+                        l.note_late(late, end, after);
                     }
                 }
                 l.release(end, (!verdict.is_ignored()).then_some(&sample));

@@ -90,6 +90,17 @@ pub fn for_scenario(name: &str) -> Vec<Goal> {
             g("throughputPct", ">= 90 %", |x| x >= 90.0, true),
             g("timeouts", "= 0 (over the second half)", |x| x == 0.0, true),
         ],
+        // Streams that end apart must not cut the limit below the slots (ADR 1220).
+        "llm-slots-busy" => vec![
+            g(
+                "meanLimitOverSlots",
+                "1-1.5 x slots",
+                |x| (1.0..=1.5).contains(&x),
+                true,
+            ),
+            g("throughputPct", ">= 95 %", |x| x >= 95.0, true),
+            g("timeouts", "= 0 (over the second half)", |x| x == 0.0, true),
+        ],
         "llm-slots-priorities" => vec![g(
             "criticalTtftP90OverStream",
             "<= 1.5 stream lengths",

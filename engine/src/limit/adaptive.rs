@@ -12,8 +12,11 @@
 
 use super::baseline::Track;
 use super::gates;
+use super::handovers::Handovers;
 use super::probe::{Hold, Measured, Probe};
-use super::tuning::{COLD_JUMP, EARLY_PROBE, EARLY_PROBE_CROWDED, PROBE_JUMP, STREAM_LATE};
+use super::tuning::{
+    COLD_JUMP, EARLY_PROBE, EARLY_PROBE_CROWDED, HANDOVER, PROBE_JUMP, STREAM_LATE,
+};
 use super::window::Window;
 use super::{aimd, gradient2, vegas, LimitStats, Reading};
 use crate::options::LimiterOptions;
@@ -77,6 +80,8 @@ pub struct Adaptive {
     /// The windows' mean latency, smoothed, with its baseline: what Vegas and Gradient2 read.
     mean: Track,
     probe: Probe,
+    /// Where calls stream: recent ends of calls that had their first byte (ADR 1220).
+    handovers: Handovers,
 }
 
 impl Adaptive {
@@ -114,6 +119,7 @@ impl Adaptive {
                 o.probe_interval_ms,
                 o.clock_offset_ns,
             ),
+            handovers: Handovers::default(),
         };
         if kind == Kind::Gradient2 {
             a.probe.keep_outliers();
@@ -181,6 +187,14 @@ impl Adaptive {
         if now.saturating_sub(self.last_eval) < self.update_ns {
             return None;
         }
+        self.stream_base(s)
+            .map(|base| (base * STREAM_LATE) as Nanos)
+    }
+
+    /// The no-load latency where calls hold their slot past their first byte (streams), else
+    /// `None`: see `late_after`.
+    #[inline]
+    fn stream_base(&self, s: &Sample) -> Option<f64> {
         let base = match self.p90.baseline.value {
             b if b > 0.0 => b,
             _ => self.probe.cold_p90().unwrap_or(s.latency_ns as f64),
@@ -189,13 +203,17 @@ impl Adaptive {
             .probe
             .tail()
             .max(s.duration_ns.saturating_sub(s.latency_ns) as f64);
-        (base > 0.0 && tail > base).then_some((base * STREAM_LATE) as Nanos)
+        (base > 0.0 && tail > base).then_some(base)
     }
 
-    /// See `late_after`.
+    /// See `late_after`: `late` calls counted at `now`, older than `after`. A slot freed within
+    /// `HANDOVER` × the no-load latency went to one of them, which is being served and has not
+    /// had its first byte yet: it no longer waits (ADR 1220).
     #[inline]
-    pub fn note_late(&mut self, late: u32) {
-        self.window.late_now = late.min(u16::MAX as u32) as u16;
+    pub fn note_late(&mut self, late: u32, now: Nanos, after: Nanos) {
+        let span = (after as f64 * HANDOVER / STREAM_LATE) as Nanos;
+        let handed = self.handovers.since(now.saturating_sub(span));
+        self.window.late_now = late.saturating_sub(handed).min(u16::MAX as u32) as u16;
     }
 
     #[inline]
@@ -312,6 +330,9 @@ impl Adaptive {
     #[inline]
     pub fn on_sample(&mut self, now: Nanos, s: &Sample, inflight: u32) {
         self.last_activity = now;
+        if s.latency_ns < s.duration_ns && self.stream_base(s).is_some() {
+            self.handovers.record(now);
+        }
         let lat = s.latency_ns as f64;
         let start = now.saturating_sub(s.duration_ns);
         let p = &mut self.pressure;

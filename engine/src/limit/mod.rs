@@ -8,6 +8,7 @@ mod filter;
 mod fixed;
 mod gates;
 mod gradient2;
+mod handovers;
 mod probe;
 pub mod quantile;
 mod tuning;
@@ -161,9 +162,9 @@ impl Limit {
 
     /// See [`Adaptive::note_late`].
     #[inline]
-    pub fn note_late(&mut self, late: u32) {
+    pub fn note_late(&mut self, late: u32, now: Nanos, after: Nanos) {
         if let Limit::Adaptive(a) = self {
-            a.note_late(late);
+            a.note_late(late, now, after);
         }
     }
 

@@ -163,6 +163,19 @@ pub const EARLY_PROBE_CROWDED: f64 = 1.3;
 /// is often not counted before a slot frees).
 pub const STREAM_LATE: f64 = 4.0;
 
+/// A slot given back within `HANDOVER` × the no-load latency went to a call queued at the
+/// upstream that has not had its first byte yet: it is no longer counted waiting (ADR 1220).
+/// Ours, a guess: a call handed a slot has its first byte about one no-load latency later; twice
+/// allows for a busy event loop. ADR 1220 (`llm-slots`, `llm-slots-busy`): at 1 1.13 × the slots,
+/// 98.8 % and 1.06 ×, 96.0 %; at 4 1.17 ×, 98.4 % and 1.06 ×, 96.0 %; at 0 (off) `llm-slots-busy`
+/// 1.01 ×, 92.0 % (seed 1: 0.71 ×, 66.0 %).
+pub const HANDOVER: f64 = 2.0;
+
+/// At most this many recent ends are kept for `HANDOVER`: more slots handed over within its span
+/// than this are not told apart (ADR 1220). Ours: 4 × the largest slot count the tests serve
+/// (16), a 512-byte ring allocated only on keys that stream.
+pub const HANDOVERS_KEPT: usize = 64;
+
 // ---------------------------------------------------------------------------------------------
 // Vegas's thresholds and raise (vegas.rs)
 // ---------------------------------------------------------------------------------------------

@@ -396,10 +396,12 @@ export declare function resolveKey(id: number, key: string): number
 /**
  * Whether the attempt that just settled on `handle` is retried: the delay in ms (≥ 0), or
  * `RETRY_REFUSED_BASE - refusal` (codes.rs), or `STALE_HANDLE`. `attempts`: attempts made;
- * `hintMs`, `remainingMs`: negative for none. The policy's numbers were validated in JS;
- * out-of-range ones are clamped here, never trusted.
+ * `hintMs`, `remainingMs`: negative for none. `permit`: the attempt's permit when it is still
+ * held (an HTTP response decided on at its headers): no retry when its verdict would open the
+ * breaker; -1 for a settled attempt. The policy's numbers were validated in JS; out-of-range
+ * ones are clamped here, never trusted.
  */
-export declare function retryDecide(handle: number, attempts: number, verdict: number, hintMs: number, remainingMs: number, previousDelayMs: number, maxAttempts: number, baseMs: number, maxDelayMs: number, decorrelated: boolean, retryOn: number, maxRetryAfterMs: number): number
+export declare function retryDecide(handle: number, permit: number, attempts: number, verdict: number, hintMs: number, remainingMs: number, previousDelayMs: number, maxAttempts: number, baseMs: number, maxDelayMs: number, decorrelated: boolean, retryOn: number, maxRetryAfterMs: number): number
 
 /** Settles a permit whose fn never settled, counting it as stuck: as `settle` (codes.rs). */
 export declare function settleStuck(handle: number, permit: number, verdict: number): number

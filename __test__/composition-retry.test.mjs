@@ -46,10 +46,10 @@ for (const surface of RETRYING) {
       assert.equal(s.breaker, 'open')
       // The third attempt was never sent: the breaker it passes again refused it.
       assert.equal(w.up.hits('/status/500'), 2)
-      // execute ends with that attempt's 500. The interceptor today announces a third attempt and
-      // rejects with the breaker's refusal: it decides before the verdict reaches the breaker (ADR 1217).
-      if (surface === 'execute') assert.equal(o.status, 500)
-      else assert.ok(o.status === 500 || o.reason === 'breaker', `a 500 or the breaker's refusal: ${o.error}`)
+      // Every surface ends with that attempt's 500, and no third attempt is announced: the
+      // interceptor decides at the headers, before the settle, as the breaker will read it.
+      assert.equal(o.status, 500, `the attempt's own 500, not a refusal: ${o.error}`)
+      assert.equal(s.retries, 1)
       // A later call meets the open breaker before anything else.
       const later = await w.call('/ok')
       assert.equal(later.reason, 'breaker')

@@ -225,21 +225,29 @@ test("composed with undici's retry interceptor, in either order, only one layer 
   await up.close()
 })
 
-test('a retry our own breaker refuses is not sent: the request ends with that refusal', async () => {
+test('an attempt whose failure opens our own breaker is not retried: the request ends with that response', async () => {
   const up = await upstream((n, req, res) => status(res, 500))
   const rx = new Resilix({ retry: { attempts: 5, baseMs: 0, maxDelayMs: 1 }, breaker: { consecutiveFailures: 2 } })
+  const retries = []
+  const sub = rx.onRetry((e) => retries.push(e.attempt))
   try {
     await withAgent(rx, undefined, async (agent) => {
-      // The second failure opens the breaker; the third attempt is refused, never sent (the
-      // second's response was abandoned for the retry: the refusal is the answer).
-      await assert.rejects(request(up.url, { dispatcher: agent }), (e) => isRejectedError(e) && /circuit breaker is open/.test(e.message))
+      // The second failure opens the breaker: decided at its headers as the breaker will read
+      // it, so no third attempt is announced or waited for, and the caller reads the 500, as
+      // execute's caller gets the attempt's own outcome.
+      const res = await request(up.url, { dispatcher: agent })
+      assert.equal(res.statusCode, 500)
+      await res.body.text()
       assert.equal(up.requests, 2)
+      assert.deepEqual(retries, [2])
+      assert.equal(rx.stats(new URL(up.url).origin).breaker, 'open')
       // An open breaker ends the retries before any wait: refused at once, nothing sent.
       await assert.rejects(request(up.url, { dispatcher: agent }), (e) => isRejectedError(e))
       assert.equal(up.requests, 2)
       assert.equal(rx.stats(new URL(up.url).origin).inflight, 0)
     })
   } finally {
+    sub.dispose()
     await up.close()
   }
 })

@@ -283,10 +283,12 @@ function fail(r, err) {
 /**
  * The engine's answer for a settled attempt: the delay in ms before the next, or a refusal
  * (< 0; RETRY_AFTER_REFUSED: the hint is beyond the deadline). `leftMs`: -1 for no deadline.
+ * `heldPermit`: the attempt's permit when it is not settled yet (the interceptor decides at a
+ * response's headers): its verdict is judged as the breaker will read it (ADR 1224).
  */
-function decide(ks, attempts, verdict, hintMs, leftMs, previousDelayMs, policy) {
+function decide(ks, attempts, verdict, hintMs, leftMs, previousDelayMs, policy, heldPermit = -1) {
   return native.retryDecide(
-    ks.handle, attempts, verdict, hintMs === undefined ? -1 : hintMs, leftMs, previousDelayMs,
+    ks.handle, heldPermit, attempts, verdict, hintMs === undefined ? -1 : hintMs, leftMs, previousDelayMs,
     policy.attempts, policy.baseMs, policy.maxDelayMs, policy.decorrelated, policy.retryOn, policy.maxRetryAfterMs,
   )
 }

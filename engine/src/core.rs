@@ -57,7 +57,24 @@ impl Engine {
         s: &Settled,
         now: Nanos,
     ) -> Result<Decision, StaleHandle> {
-        let stats = self.registry.get(key)?.stats(now);
+        self.retry_unsettled(key, None, policy, s, now)
+    }
+
+    /// As [`retry`](Self::retry) for an attempt whose permit is still held (`permit`: an
+    /// HTTP response is decided on at its headers and settled at its body's end): the retry
+    /// ends, as it would once settled, when `s.verdict` would open the key's breaker (ADR 1224).
+    /// `None`, a stale or a settled permit: as `retry`.
+    pub fn retry_unsettled(
+        &mut self,
+        key: KeyHandle,
+        permit: Option<u64>,
+        policy: &RetryPolicy,
+        s: &Settled,
+        now: Nanos,
+    ) -> Result<Decision, StaleHandle> {
+        let ps = self.registry.get(key)?;
+        let stats = ps.stats(now);
+        let opens = permit.is_some_and(|id| ps.breaker_would_open(id, s.verdict, now));
         let view = KeyView {
             settled: stats.verdicts.iter().sum(),
             estimate_ns: if stats.baseline_ms > 0.0 {
@@ -65,7 +82,7 @@ impl Engine {
             } else {
                 stats.last_latency_ns
             },
-            breaker_open: stats.breaker == Some(BreakerState::Open),
+            breaker_open: stats.breaker == Some(BreakerState::Open) || opens,
         };
         let u = self.rng.next_f64();
         let budget = self.budget;

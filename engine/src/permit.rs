@@ -87,6 +87,12 @@ impl PermitSlab {
 
     /// The live slot of `id`, or `None` when the id is stale, settled or was never issued.
     #[inline]
+    pub fn get(&self, id: u64) -> Option<&PermitSlot> {
+        self.index_of(id).map(|i| &self.slots[i])
+    }
+
+    /// As [`get`](Self::get), to change it.
+    #[inline]
     pub fn get_mut(&mut self, id: u64) -> Option<&mut PermitSlot> {
         let i = self.index_of(id)?;
         Some(&mut self.slots[i])

@@ -5,7 +5,7 @@ use crate::breaker::{Breaker, BreakerState, BreakerTransition};
 use crate::bulkhead::Bulkhead;
 use crate::limiter::Limiter;
 use crate::options::{Algorithm, PolicyOptions};
-use crate::permit::PermitSlab;
+use crate::permit::{PermitSlab, PermitSlot};
 use crate::priority::{class_of, Priority, DEFAULT_LEVEL, RANKS};
 use crate::queue::Admission;
 use crate::quota::{Costs, Quota, QuotaCheck, COSTS};
@@ -539,6 +539,65 @@ impl PolicySet {
         }
     }
 
+    /// What the breaker reads of a call that ends with `verdict` after `duration_ns` (its first
+    /// byte after `latency_ns`): the verdict it counts and the latency it judges slow or not.
+    fn breaker_reads(
+        &self,
+        slot: &PermitSlot,
+        verdict: Verdict,
+        duration_ns: u64,
+        latency_ns: u64,
+    ) -> (Verdict, u64) {
+        let Some(b) = &self.breaker else {
+            return (verdict, latency_ns);
+        };
+        // A call that waited in our own queue and then ran out of deadline after its
+        // response had started, or before the upstream could even be slow, spent its
+        // deadline with us: no evidence against the upstream (ADR 0114).
+        let ours = verdict == Verdict::Timeout
+            && slot.waited
+            && (slot.mark != 0 || duration_ns < b.slow_call_ns());
+        // Before the limit has been learnt from one window, a slow call may only have
+        // queued at the upstream behind our own first burst (streams queued for a
+        // generation slot): no evidence of a slow upstream (ADR 0116). Nor is such a call
+        // that ran out of deadline while counted queued there (ADR 1222).
+        let sized = self.limiter.as_ref().is_none_or(|l| l.algorithm().sized());
+        let queued_there = verdict == Verdict::Timeout && slot.late && slot.mark == 0 && !sized;
+        let seen = if ours || queued_there {
+            Verdict::Cancelled
+        } else {
+            verdict
+        };
+        let latency_ns = if sized {
+            latency_ns
+        } else {
+            latency_ns.min(b.slow_call_ns().saturating_sub(1))
+        };
+        (seen, latency_ns)
+    }
+
+    /// Whether settling the live permit `id` with `verdict` at `now` would open the breaker
+    /// (a copy of it is told; nothing changes). False for a stale permit or no breaker.
+    pub fn breaker_would_open(&self, id: u64, verdict: Verdict, now: Nanos) -> bool {
+        let (Some(b), Some(slot)) = (&self.breaker, self.permits.get(id)) else {
+            return false;
+        };
+        let end = now.max(slot.start);
+        if b.state(end) == BreakerState::Open {
+            return false;
+        }
+        let duration_ns = end - slot.start;
+        let latency_ns = if slot.mark != 0 {
+            slot.mark - slot.start
+        } else {
+            duration_ns
+        };
+        let (seen, latency_ns) = self.breaker_reads(slot, verdict, duration_ns, latency_ns);
+        let mut copy = b.clone();
+        copy.on_result(end, seen, latency_ns, slot.probe_cycle);
+        copy.state(end) == BreakerState::Open
+    }
+
     /// Settle a permit with its verdict. Returns how many waiters may be admitted now.
     #[inline]
     pub fn settle(&mut self, id: u64, verdict: Verdict, now: Nanos) -> Result<u32, StalePermit> {
@@ -571,30 +630,11 @@ impl PolicySet {
         if !verdict.is_ignored() {
             self.last_latency_ns = latency_ns;
         }
-        if let Some(b) = &mut self.breaker {
-            // A call that waited in our own queue and then ran out of deadline after its
-            // response had started, or before the upstream could even be slow, spent its
-            // deadline with us: no evidence against the upstream (ADR 0114).
-            let ours = verdict == Verdict::Timeout
-                && slot.waited
-                && (slot.mark != 0 || duration_ns < b.slow_call_ns());
-            // Before the limit has been learnt from one window, a slow call may only have
-            // queued at the upstream behind our own first burst (streams queued for a
-            // generation slot): no evidence of a slow upstream (ADR 0116). Nor is such a call
-            // that ran out of deadline while counted queued there (ADR 1222).
-            let sized = self.limiter.as_ref().is_none_or(|l| l.algorithm().sized());
-            let queued_there = verdict == Verdict::Timeout && slot.late && slot.mark == 0 && !sized;
-            let seen = if ours || queued_there {
-                Verdict::Cancelled
-            } else {
-                verdict
-            };
-            let latency_ns = if sized {
-                latency_ns
-            } else {
-                latency_ns.min(b.slow_call_ns().saturating_sub(1))
-            };
-            b.on_result(end, seen, latency_ns, slot.probe_cycle);
+        if self.breaker.is_some() {
+            let (seen, latency_ns) = self.breaker_reads(&slot, verdict, duration_ns, latency_ns);
+            if let Some(b) = &mut self.breaker {
+                b.on_result(end, seen, latency_ns, slot.probe_cycle);
+            }
         }
         if let Some(b) = &mut self.bulkhead {
             b.release();

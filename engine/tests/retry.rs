@@ -385,6 +385,56 @@ fn an_open_breaker_ends_the_retries_through_the_engine() {
 }
 
 #[test]
+fn an_attempt_still_held_whose_verdict_would_open_the_breaker_is_not_retried() {
+    // An HTTP response is decided on at its headers and settled at its body's end: the decision
+    // must see the breaker as the settle will leave it (ADR 1224).
+    let (mut e, h) = engine();
+    for i in 0..4 {
+        call(&mut e, h, Verdict::Success, ms(i));
+    }
+    for i in 0..4 {
+        call(&mut e, h, Verdict::Failure, ms(10 + i));
+    }
+    let Acquired::Permit(held) = e.acquire(h, ms(20)).unwrap() else {
+        panic!("a permit")
+    };
+    let p = RetryPolicy::default();
+    let fifth = settled(1, Verdict::Failure);
+    assert_eq!(
+        e.retry_unsettled(h, Some(held), &p, &fifth, ms(21))
+            .unwrap(),
+        Decision::Stop(Refusal::BreakerOpen),
+        "the fifth failure in a row opens the breaker"
+    );
+    // Only asked: the breaker is still closed, and the permit still live.
+    assert_eq!(
+        e.stats(h, ms(21)).unwrap().breaker,
+        Some(resilix_engine::BreakerState::Closed)
+    );
+    let overload = settled(1, Verdict::Overload);
+    let d = e
+        .retry_unsettled(h, Some(held), &p, &overload, ms(21))
+        .unwrap();
+    assert!(
+        matches!(d, Decision::Retry { .. }),
+        "an overload is no breaker failure: {d:?}"
+    );
+    e.settle(h, held, Verdict::Failure, ms(22))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        e.stats(h, ms(22)).unwrap().breaker,
+        Some(resilix_engine::BreakerState::Open)
+    );
+    // A settled (stale) permit: as `retry`, which sees the open breaker.
+    assert_eq!(
+        e.retry_unsettled(h, Some(held), &p, &fifth, ms(23))
+            .unwrap(),
+        Decision::Stop(Refusal::BreakerOpen)
+    );
+}
+
+#[test]
 fn a_key_evicted_for_another_leaves_no_budget_behind() {
     let mut e = Engine::new(
         PolicyOptions::default(),

@@ -462,7 +462,9 @@ class ResilientRequest {
     const hint = retryAfterOf(x)
     const timeoutMs = this.s.timeoutMs
     const left = timeoutMs === undefined ? -1 : Math.max(0, timeoutMs - (now() - this.t0))
-    const d = decide(this.permit._ks, this.attempts, code, hint, left, this.delay, this.policy)
+    // Decided before the settle below: the engine judges the verdict as the breaker will (ADR 1224), so an
+    // attempt that opens the breaker ends the retries with its own outcome, as execute's does.
+    const d = decide(this.permit._ks, this.attempts, code, hint, left, this.delay, this.policy, this.permit._permit)
     if (d === RETRY_AFTER_REFUSED) {
       this.abortWith(retryAfterError(this.key, timeoutMs, Math.min(hint, this.policy.maxRetryAfterMs), left, undefined), verdict)
       return true

@@ -4,7 +4,7 @@
 use napi_derive::napi;
 
 use super::codes::{RETRY_REFUSED_BASE, STALE_HANDLE};
-use super::engines::{now, with_engine};
+use super::engines::{now, permit_of, with_engine};
 use resilix_engine::retry::Settled;
 use resilix_engine::{Decision, Jitter, RetryOn, RetryPolicy, Verdict};
 
@@ -23,12 +23,15 @@ fn ns(ms: f64) -> Option<u64> {
 
 /// Whether the attempt that just settled on `handle` is retried: the delay in ms (≥ 0), or
 /// `RETRY_REFUSED_BASE - refusal` (codes.rs), or `STALE_HANDLE`. `attempts`: attempts made;
-/// `hintMs`, `remainingMs`: negative for none. The policy's numbers were validated in JS;
-/// out-of-range ones are clamped here, never trusted.
+/// `hintMs`, `remainingMs`: negative for none. `permit`: the attempt's permit when it is still
+/// held (an HTTP response decided on at its headers): no retry when its verdict would open the
+/// breaker; -1 for a settled attempt. The policy's numbers were validated in JS; out-of-range
+/// ones are clamped here, never trusted.
 #[allow(clippy::too_many_arguments)]
 #[napi(catch_unwind)]
 pub fn retry_decide(
     handle: f64,
+    permit: f64,
     attempts: f64,
     verdict: u32,
     hint_ms: f64,
@@ -66,10 +69,13 @@ pub fn retry_decide(
         remaining_ns: ns(remaining_ms),
         previous_delay_ns: ns(previous_delay_ms).unwrap_or(0),
     };
-    with_engine(handle, |e, k| match e.retry(k, &policy, &s, t) {
-        Ok(Decision::Retry { delay_ns }) => delay_ns as f64 / 1e6,
-        Ok(Decision::Stop(r)) => RETRY_REFUSED_BASE - r as u8 as f64,
-        Err(_) => STALE_HANDLE,
+    let held = permit_of(permit);
+    with_engine(handle, |e, k| {
+        match e.retry_unsettled(k, held, &policy, &s, t) {
+            Ok(Decision::Retry { delay_ns }) => delay_ns as f64 / 1e6,
+            Ok(Decision::Stop(r)) => RETRY_REFUSED_BASE - r as u8 as f64,
+            Err(_) => STALE_HANDLE,
+        }
     })
     .unwrap_or(STALE_HANDLE)
 }

@@ -2,7 +2,7 @@
 //! Validation lives here, once, for the binding, the simulator and the tests alike: an error
 //! names the option and the allowed range.
 
-use std::fmt;
+pub use crate::option_error::{OptionError, MAX_MS};
 
 /// Which limit algorithm adapts the concurrency limit (docs/design.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -242,21 +242,6 @@ impl Default for RegistryOptions {
     }
 }
 
-/// A bad option: which one, and what range is allowed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OptionError {
-    pub option: &'static str,
-    pub message: String,
-}
-
-impl fmt::Display for OptionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.message)
-    }
-}
-
-impl std::error::Error for OptionError {}
-
 fn err(option: &'static str, message: String) -> OptionError {
     OptionError { option, message }
 }
@@ -289,8 +274,6 @@ fn real_range(
     Ok(())
 }
 
-/// Upper bound for millisecond options: about 24.8 days, what setTimeout accepts.
-pub const MAX_MS: u64 = 2_147_483_647;
 /// Upper bound for any limit: far above any real upstream, small enough for u32 arithmetic.
 pub const MAX_LIMIT: u64 = 1_000_000;
 

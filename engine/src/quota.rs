@@ -9,7 +9,7 @@
 //! Readings of the upstream's rate-limit headers tighten the budget for a while
 //! ([`Cap`]); a refusal with a retry hint cools the whole key down once (ADR 1101).
 
-use crate::options::{OptionError, MAX_MS};
+use crate::option_error::{OptionError, MAX_MS};
 use crate::priority::{ByLevel, Waiters, DEFAULT_LEVEL};
 use crate::quota_fleet::{Fleet, FleetMode};
 use crate::quota_headers::{Dimension, Reading};
@@ -19,14 +19,8 @@ use crate::{Nanos, NANOS_PER_MS};
 pub const DEFAULT_WINDOW_MS: u64 = 60_000;
 /// Distinct costs a key's quota charges: one number per call for each (`requests`, `tokens`…).
 pub const COSTS: usize = 4;
-/// Dimensions (a cost over a window) per key: per minute and per day for each cost, say.
-pub const MAX_DIMS: usize = 8;
-/// Buckets of a window: its length / 60, one second of a minute.
-pub const BUCKETS: u64 = 60;
-/// Buckets a charge is kept for: a whole window after the end of its bucket, plus one more,
-/// so that a charge is freed at least one bucket after the upstream frees it even when the
-/// request reached the upstream up to a bucket later than it was charged (ADR 1100).
-pub(crate) const RING: u64 = BUCKETS + 2;
+use crate::quota_shape::RING;
+pub use crate::quota_shape::{BUCKETS, MAX_DIMS};
 /// The least time a charge is held past its window, however short the window: a request can
 /// reach the upstream this much later than it was charged (ADR 1103). 100 ms, a guess (ADR
 /// 1103 has half and twice it).

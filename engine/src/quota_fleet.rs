@@ -5,7 +5,7 @@
 //! for the next one. While the store cannot be reached, the process falls back to a local
 //! share of the budget, or refuses.
 
-use crate::quota::{MAX_DIMS, RING};
+use crate::quota_shape::{MAX_DIMS, RING};
 use crate::Nanos;
 
 /// How a key's quota decides while it is shared.

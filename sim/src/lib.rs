@@ -3,6 +3,7 @@
 
 pub mod breaker_rule;
 pub mod client;
+pub mod client_limiter;
 pub mod dist;
 pub mod events;
 pub mod goals;

@@ -16,7 +16,7 @@
 
 use resilix_engine::{Nanos, SplitMix64, Verdict};
 
-use crate::client::{Acq, ClientLimiter, Wake};
+use crate::client_limiter::{Acq, ClientLimiter, Wake};
 
 const MIN_WINDOW_NS: u64 = 1_000_000_000;
 const MAX_WINDOW_NS: u64 = 1_000_000_000;

@@ -13,6 +13,18 @@ use resilix_engine::Nanos;
 
 static ORIGIN: OnceLock<Instant> = OnceLock::new();
 
+/// Add to `now()` for nanoseconds since the Unix epoch: the limit's baseline probes are
+/// phased on the wall clock so that independent processes probe a shared upstream together.
+pub(crate) fn wall_clock_offset_ns() -> u64 {
+    static OFFSET: OnceLock<u64> = OnceLock::new();
+    *OFFSET.get_or_init(|| {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        wall.wrapping_sub(now())
+    })
+}
+
 /// Monotonic nanoseconds (+1 s so that 0 never reads as a real time).
 #[inline]
 pub(crate) fn now() -> Nanos {

@@ -10,7 +10,7 @@ use resilix_engine::quota_headers::Dimension;
 use resilix_engine::registry::INDEX_BITS;
 use resilix_engine::{Algorithm, Priority, Refusal, RejectReason, Verdict};
 
-use super::hot::slot;
+use super::cell::slot;
 
 /// The call must wait in the queue.
 pub const QUEUED: f64 = -1.0;

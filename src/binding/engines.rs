@@ -2,7 +2,6 @@
 //! JS refers to them through numeric handles: `engine × 2^41 + key handle`.
 
 use std::cell::RefCell;
-use std::sync::OnceLock;
 
 use napi::{Env, Error, Result, Status};
 use napi_derive::napi;
@@ -21,18 +20,6 @@ thread_local! {
 }
 
 pub(crate) use super::clock::now;
-
-/// Add to `now()` for nanoseconds since the Unix epoch: the limit's baseline probes are
-/// phased on the wall clock so that independent processes probe a shared upstream together.
-pub(crate) fn wall_clock_offset_ns() -> u64 {
-    static OFFSET: OnceLock<u64> = OnceLock::new();
-    *OFFSET.get_or_init(|| {
-        let wall = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        wall.wrapping_sub(now())
-    })
-}
 
 /// `x`, known to lie in [0, 2^53], is a whole number. `f64::fract` calls libm's `trunc` on the
 /// baseline x86-64 target (no SSE4.1): 2-3 % of an acquire+settle pair under `perf` (ADR 1218).

@@ -6,14 +6,7 @@
 //! verdict is a negative code (codes.rs); a value of the wrong JS type throws an Error with
 //! code `NumberExpected` and a "Failed to convert" message, as napi-rs's conversion does; a
 //! panic is caught (`catch_unwind`) and thrown as a JS Error, never unwinding into Node.
-//!
-//! The clock cell: a Float64Array both languages share, its elements named in `slot` and handed
-//! to JS by `wireCodes().cell` (ADR 1210). Every acquire stores its `now` (ms) at `slot::NOW`,
-//! which JS reads to start a deadline, so a timed call needs no `performance.now()` of its own.
-//! `slot::STALLED_FROM` goes the other way: JS writes the engine time (ms) from which this
-//! thread is known to have stalled (its deadline timer is that late), and a settle at or after
-//! it carries no observation: its latency and outcome are the stall's, not the upstream's
-//! (ADR 0610).
+//! Acquires publish their time to the clock cell (cell.rs); this file installs the cell.
 
 use std::cell::Cell;
 use std::ffi::{c_void, CStr};
@@ -23,101 +16,11 @@ use napi::bindgen_prelude::{JsValue, Object};
 use napi::{sys, Env, Result};
 use napi_derive::napi;
 
+use super::cell::{answer, budget_of, publish, slot, stalled_at, CLOCK_CELL, CLOCK_REF};
 use super::codes::*;
 use super::engines::{acquired_code, now, permit_of, whole, with_engine};
-use resilix_engine::{Nanos, Verdict};
-
-thread_local! {
-    /// The clock cell's memory (an ArrayBuffer held by a never-released reference), or null
-    /// before the module was initialised on this thread or after its environment was torn down.
-    static CLOCK_CELL: Cell<*mut f64> = const { Cell::new(ptr::null_mut()) };
-    /// The reference that keeps the clock cell's Float64Array alive: a second load of the addon
-    /// on this thread (a cleared `require.cache`) exports the same cell (ADR 0608).
-    static CLOCK_REF: Cell<sys::napi_ref> = const { Cell::new(ptr::null_mut()) };
-}
-
-#[inline]
-pub(super) fn publish(t: Nanos) {
-    CLOCK_CELL.with(|c| {
-        let p = c.get();
-        if !p.is_null() {
-            // SAFETY: p points into an ArrayBuffer kept alive by a strong reference until the
-            // environment's cleanup hook nulls the cell.
-            unsafe { *p.add(slot::NOW) = t as f64 * 1e-6 }
-        }
-    });
-}
-
-/// The clock cell's elements by name, the only place their positions are written; JS reads
-/// them from `wireCodes().cell` (ADR 1210). Numbers through memory cost less than N-API
-/// arguments, each of which is a call (ADR 0501).
-pub(super) mod slot {
-    use resilix_engine::quota::COSTS as COST_COUNT;
-
-    /// Written by every acquire: the engine clock, ms.
-    pub const NOW: usize = 0;
-    /// Written by JS: the engine time (ms) from which this thread is stalled (ADR 0610).
-    pub const STALLED_FROM: usize = 1;
-    /// Written by `acquireCosting` with `QUOTA_WAIT`: when the call may ask again, ms.
-    pub const QUOTA_ASK_AT: usize = 2;
-    /// Written by JS before `acquireCosting`: the call's deadline budget, ms (≤ 0: none).
-    pub const BUDGET_MS: usize = 3;
-    /// Written by JS before `acquireCosting`: the call's level.
-    pub const LEVEL: usize = 4;
-    /// Written by `levelOf` (the tenant's id, 0: none); read by `acquireCosting`.
-    pub const TENANT: usize = 5;
-    /// Written by JS before `acquireCosting`: 1 when the oldest waiter for budget asks again.
-    pub const HEAD: usize = 6;
-    /// Written by JS before `acquireCosting`: the costs by the quota's cost index, from here on.
-    pub const COSTS: usize = 7;
-    /// Written by `acquireToCell` and `acquireWithinToCell`: their answer (a permit or a code),
-    /// which as a return value would be a heap number V8 allocates per call (ADR 1218).
-    pub const ANSWER: usize = COSTS + COST_COUNT;
-    /// The cell's length.
-    pub const LEN: usize = ANSWER + 1;
-}
-
-/// Element `i` of the clock cell (0 before the module is initialised on this thread).
-#[inline]
-pub(super) fn cell(i: usize) -> f64 {
-    CLOCK_CELL.with(|c| {
-        let p = c.get();
-        // SAFETY: as in `publish`; `i` is below slot::LEN.
-        if p.is_null() || i >= slot::LEN {
-            0.0
-        } else {
-            unsafe { *p.add(i) }
-        }
-    })
-}
-
-/// Writes `x` at element `i` of the clock cell (nothing before the module is initialised).
-#[inline]
-pub(super) fn set_cell(i: usize, x: f64) {
-    CLOCK_CELL.with(|c| {
-        let p = c.get();
-        if !p.is_null() && i < slot::LEN {
-            // SAFETY: as in `publish`; `i` is below slot::LEN.
-            unsafe { *p.add(i) = x }
-        }
-    });
-}
-
-/// The time a call waiting for budget may ask again (`slot::QUOTA_ASK_AT`, ms).
-#[inline]
-pub(super) fn publish_ready(t: Nanos) {
-    set_cell(slot::QUOTA_ASK_AT, t as f64 * 1e-6);
-}
-
-/// The thread stalled before `t` (`slot::STALLED_FROM`): the verdict becomes no observation.
-#[inline]
-fn stalled_at(t: Nanos) -> bool {
-    CLOCK_CELL.with(|c| {
-        let p = c.get();
-        // SAFETY: as in `publish`; STALLED_FROM is below slot::LEN.
-        !p.is_null() && t as f64 * 1e-6 >= unsafe { *p.add(slot::STALLED_FROM) }
-    })
-}
+use super::raw::{number, numbers, panicked};
+use resilix_engine::Verdict;
 
 /// The engine clock in ms, the time base of the clock cell (for the deadline timer).
 #[napi(catch_unwind)]
@@ -132,16 +35,6 @@ fn acquire_impl(handle: f64) -> f64 {
         e.acquire(k, t).map_or(STALE_HANDLE, acquired_code)
     })
     .unwrap_or(STALE_HANDLE)
-}
-
-/// A call's deadline in ms as the engine's budget in ns; none finite and positive: no deadline.
-#[inline]
-pub(super) fn budget_of(budget_ms: f64) -> u64 {
-    if budget_ms.is_finite() && budget_ms > 0.0 {
-        (budget_ms * 1e6) as u64
-    } else {
-        u64::MAX
-    }
 }
 
 fn acquire_within_impl(handle: f64, budget_ms: f64) -> f64 {
@@ -184,76 +77,6 @@ fn settle_impl(handle: f64, permit: f64, verdict: f64) -> f64 {
     .unwrap_or(STALE_HANDLE)
 }
 
-unsafe fn throw(env: sys::napi_env, code: &CStr, msg: &str) -> sys::napi_value {
-    let msg = std::ffi::CString::new(msg.replace('\0', " ")).unwrap_or_default();
-    sys::napi_throw_error(env, code.as_ptr(), msg.as_ptr());
-    ptr::null_mut()
-}
-
-unsafe fn number_expected(env: sys::napi_env) -> sys::napi_value {
-    throw(
-        env,
-        c"NumberExpected",
-        "Failed to convert napi value into rust type `f64`",
-    )
-}
-
-pub(super) unsafe fn panicked(
-    env: sys::napi_env,
-    e: Box<dyn std::any::Any + Send>,
-) -> sys::napi_value {
-    let msg = match (e.downcast_ref::<String>(), e.downcast_ref::<&str>()) {
-        (Some(s), _) => s.clone(),
-        (_, Some(s)) => (*s).to_owned(),
-        _ => "panic from Rust code".to_owned(),
-    };
-    // Dropping a payload may itself panic; leak it rather than unwind into Node.
-    std::mem::forget(e);
-    throw(env, c"GenericFailure", &msg)
-}
-
-/// Reads `N` numeric arguments; `None` after throwing NumberExpected.
-#[inline]
-pub(super) unsafe fn numbers<const N: usize>(
-    env: sys::napi_env,
-    info: sys::napi_callback_info,
-) -> Option<[f64; N]> {
-    let mut argc = N;
-    let mut argv = [ptr::null_mut(); N];
-    let status = sys::napi_get_cb_info(
-        env,
-        info,
-        &mut argc,
-        argv.as_mut_ptr(),
-        ptr::null_mut(),
-        ptr::null_mut(),
-    );
-    if status != sys::Status::napi_ok {
-        throw(
-            env,
-            c"GenericFailure",
-            "Failed to initialize napi function call.",
-        );
-        return None;
-    }
-    let mut out = [0f64; N];
-    for i in 0..N {
-        // Missing arguments read as undefined, which is not a number: NumberExpected.
-        if sys::napi_get_value_double(env, argv[i], &mut out[i]) != sys::Status::napi_ok {
-            number_expected(env);
-            return None;
-        }
-    }
-    Some(out)
-}
-
-#[inline]
-pub(super) unsafe fn number(env: sys::napi_env, x: f64) -> sys::napi_value {
-    let mut out = ptr::null_mut();
-    sys::napi_create_double(env, x, &mut out);
-    out
-}
-
 /// `acquire(handle)`: see engines.rs for the codes.
 unsafe extern "C" fn acquire_cb(
     env: sys::napi_env,
@@ -286,18 +109,6 @@ unsafe extern "C" fn acquire_to_cell_cb(
         }
         Err(e) => panicked(env, e),
     }
-}
-
-/// Writes `x` to the clock cell's element `slot::ANSWER`.
-#[inline]
-fn answer(x: f64) {
-    CLOCK_CELL.with(|c| {
-        let p = c.get();
-        if !p.is_null() {
-            // SAFETY: as in `publish`; slot::ANSWER is below slot::LEN.
-            unsafe { *p.add(slot::ANSWER) = x }
-        }
-    });
 }
 
 /// `acquireWithinToCell(handle, budgetMs)`: `acquireWithin`, answered as `acquireToCell` is.

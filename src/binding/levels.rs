@@ -4,9 +4,9 @@
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 
+use super::cell::{budget_of, publish, set_cell, slot};
 use super::codes::*;
 use super::engines::{acquired_code, now, with_engine};
-use super::hot::{publish, set_cell, slot};
 use resilix_engine::priority::LEVELS;
 use resilix_engine::{tenant_id, Priority};
 
@@ -40,7 +40,7 @@ pub fn level_of(handle: f64, priority: u32, tenant: Option<String>) -> Result<f6
 pub fn acquire_at(handle: f64, budget_ms: f64, level: u32, tenant: f64) -> f64 {
     let t = now();
     publish(t);
-    let budget = super::hot::budget_of(budget_ms);
+    let budget = budget_of(budget_ms);
     let level = level.min(LEVELS as u32 - 1) as u8;
     let tenant = tenant_of(tenant);
     with_engine(handle, |e, k| {

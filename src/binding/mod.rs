@@ -7,6 +7,7 @@
 
 #[cfg(feature = "test-hooks")]
 mod alloc_count;
+mod cell;
 mod clock;
 mod codes;
 mod engines;
@@ -17,5 +18,6 @@ mod options;
 mod probes;
 mod quota;
 mod quota_fleet;
+mod raw;
 mod retry;
 mod stats;

@@ -146,7 +146,7 @@ pub(crate) fn to_options(o: &NativeOptions) -> Result<(PolicyOptions, RegistryOp
             window_max_ms: int("windowMaxMs", o.window_max_ms, ld.window_max_ms)?,
             min_samples: int32("minSamples", o.min_samples, ld.min_samples)?,
             probe_interval_ms: int("probeIntervalMs", o.probe_interval_ms, ld.probe_interval_ms)?,
-            clock_offset_ns: crate::binding::engines::wall_clock_offset_ns(),
+            clock_offset_ns: crate::binding::clock::wall_clock_offset_ns(),
             update_interval_ms: int(
                 "updateIntervalMs",
                 o.update_interval_ms,

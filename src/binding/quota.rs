@@ -6,9 +6,10 @@ use std::ptr;
 use napi::{sys, Result};
 use napi_derive::napi;
 
+use super::cell::{budget_of, cell, publish, publish_ready, slot};
 use super::codes::*;
 use super::engines::{acquired_code, now, with_engine};
-use super::hot::{budget_of, cell, number, numbers, panicked, publish, publish_ready, slot};
+use super::raw::{number, numbers, panicked};
 use resilix_engine::priority::LEVELS;
 use resilix_engine::quota::{Costs, COSTS};
 use resilix_engine::quota_headers::read_header_block;

@@ -4,33 +4,24 @@
 //! Driven by hand: the first burst, and what the key knows when the first streams end.
 
 use resilix_engine::{
-    Acquired, BreakerOptions, BreakerState, Engine, KeyHandle, LimiterOptions, PolicyOptions,
-    QueueOptions, RegistryOptions, Verdict, NANOS_PER_MS,
+    Acquired, BreakerOptions, BreakerState, Engine, KeyHandle, LimiterOptions, QueueOptions,
+    Verdict,
 };
 
-const T0: u64 = 1_000 * NANOS_PER_MS;
+#[path = "support/llm_key.rs"]
+mod llm_key;
+use llm_key::{llm_key, ms};
+
 const TTFT: u64 = 20;
 const STREAM: u64 = 3_200;
 const SLOTS: usize = 4;
 
-fn ms(n: u64) -> u64 {
-    T0 + n * NANOS_PER_MS
-}
-
 fn engine() -> (Engine, KeyHandle) {
-    let p = PolicyOptions {
-        breaker: Some(BreakerOptions::default()),
-        limiter: Some(LimiterOptions {
-            queue: Some(QueueOptions::default()),
-            ..LimiterOptions::default()
-        }),
-        bulkhead: None,
-        throttle: None,
-        quota: None,
+    let limiter = LimiterOptions {
+        queue: Some(QueueOptions::default()),
+        ..LimiterOptions::default()
     };
-    let mut e = Engine::new(p, RegistryOptions::default(), 7).expect("valid options");
-    let h = e.resolve("llm", T0).unwrap().handle;
-    (e, h)
+    llm_key(limiter, Some(BreakerOptions::default()))
 }
 
 /// `n` calls at once (fewer than the starting limit of 20 are all admitted); the first 4 get

@@ -6,17 +6,16 @@
 //! the first streams end, whatever its wall-clock phase (ADR 0124).
 
 use resilix_engine::{
-    Acquired, Engine, KeyHandle, LimiterOptions, PolicyOptions, QueueOptions, QueueRefusal,
-    RegistryOptions, RejectReason, Verdict, NANOS_PER_MS,
+    Acquired, Engine, KeyHandle, LimiterOptions, QueueOptions, QueueRefusal, RejectReason, Verdict,
+    NANOS_PER_MS,
 };
 
-const T0: u64 = 1_000 * NANOS_PER_MS;
+#[path = "support/llm_key.rs"]
+mod llm_key;
+use llm_key::{llm_key, ms};
+
 const TTFT: u64 = 200;
 const STREAM: u64 = 45_000;
-
-fn ms(n: u64) -> u64 {
-    T0 + n * NANOS_PER_MS
-}
 
 fn engine() -> (Engine, KeyHandle) {
     engine_with(None)
@@ -28,20 +27,12 @@ fn engine_with(queue: Option<QueueOptions>) -> (Engine, KeyHandle) {
 
 /// `phase_ms` shifts the wall clock the probe's phases are counted on.
 fn engine_at(queue: Option<QueueOptions>, phase_ms: u64) -> (Engine, KeyHandle) {
-    let p = PolicyOptions {
-        breaker: None,
-        limiter: Some(LimiterOptions {
-            queue,
-            clock_offset_ns: phase_ms * NANOS_PER_MS,
-            ..LimiterOptions::default()
-        }),
-        bulkhead: None,
-        throttle: None,
-        quota: None,
+    let limiter = LimiterOptions {
+        queue,
+        clock_offset_ns: phase_ms * NANOS_PER_MS,
+        ..LimiterOptions::default()
     };
-    let mut e = Engine::new(p, RegistryOptions::default(), 7).expect("valid options");
-    let h = e.resolve("llm", T0).unwrap().handle;
-    (e, h)
+    llm_key(limiter, None)
 }
 
 fn admit(e: &mut Engine, h: KeyHandle, at: u64, n: usize) -> Vec<u64> {

@@ -3,35 +3,23 @@
 //! streams do not end together but over a second; each end hands its slot to one of the 4,
 //! which has its first token 200 ms later (ADR 1220).
 
-use resilix_engine::{
-    Acquired, Engine, KeyHandle, LimiterOptions, PolicyOptions, QueueOptions, RegistryOptions,
-    Verdict, NANOS_PER_MS,
-};
+use resilix_engine::{Acquired, Engine, KeyHandle, LimiterOptions, QueueOptions, Verdict};
 
-const T0: u64 = 1_000 * NANOS_PER_MS;
+#[path = "support/llm_key.rs"]
+mod llm_key;
+use llm_key::{llm_key, ms};
+
 const TTFT: u64 = 200;
 const STREAM: u64 = 5_000;
 const SLOTS: usize = 16;
 const CALLS: usize = 20;
 
-fn ms(n: u64) -> u64 {
-    T0 + n * NANOS_PER_MS
-}
-
 fn engine() -> (Engine, KeyHandle) {
-    let p = PolicyOptions {
-        breaker: None,
-        limiter: Some(LimiterOptions {
-            queue: Some(QueueOptions::default()),
-            ..LimiterOptions::default()
-        }),
-        bulkhead: None,
-        throttle: None,
-        quota: None,
+    let limiter = LimiterOptions {
+        queue: Some(QueueOptions::default()),
+        ..LimiterOptions::default()
     };
-    let mut e = Engine::new(p, RegistryOptions::default(), 7).expect("valid options");
-    let h = e.resolve("llm", T0).unwrap().handle;
-    (e, h)
+    llm_key(limiter, None)
 }
 
 enum Ev {

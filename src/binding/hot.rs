@@ -77,6 +77,28 @@ fn settle_impl(handle: f64, permit: f64, verdict: f64) -> f64 {
     .unwrap_or(STALE_HANDLE)
 }
 
+/// How a callback answers: its number returned, or written to the clock cell's `answer` slot.
+const RETURNED: bool = false;
+const TO_CELL: bool = true;
+
+/// Runs `f` (an acquire or a settle) for a raw callback and answers with its number as `to_cell`
+/// says; a panic is thrown as a JS Error. Always inlined: `to_cell` is a constant at each site.
+#[inline(always)]
+unsafe fn respond(
+    env: sys::napi_env,
+    to_cell: bool,
+    f: impl FnOnce() -> f64 + std::panic::UnwindSafe,
+) -> sys::napi_value {
+    match std::panic::catch_unwind(f) {
+        Ok(x) if to_cell => {
+            answer(x);
+            ptr::null_mut()
+        }
+        Ok(x) => number(env, x),
+        Err(e) => panicked(env, e),
+    }
+}
+
 /// `acquire(handle)`: see engines.rs for the codes.
 unsafe extern "C" fn acquire_cb(
     env: sys::napi_env,
@@ -85,10 +107,7 @@ unsafe extern "C" fn acquire_cb(
     let Some([h]) = numbers::<1>(env, info) else {
         return ptr::null_mut();
     };
-    match std::panic::catch_unwind(|| acquire_impl(h)) {
-        Ok(x) => number(env, x),
-        Err(e) => panicked(env, e),
-    }
+    respond(env, RETURNED, || acquire_impl(h))
 }
 
 /// `acquireToCell(handle)`: `acquire`, its answer written to the clock cell's `answer` slot and
@@ -102,13 +121,7 @@ unsafe extern "C" fn acquire_to_cell_cb(
     let Some([h]) = numbers::<1>(env, info) else {
         return ptr::null_mut();
     };
-    match std::panic::catch_unwind(|| acquire_impl(h)) {
-        Ok(x) => {
-            answer(x);
-            ptr::null_mut()
-        }
-        Err(e) => panicked(env, e),
-    }
+    respond(env, TO_CELL, || acquire_impl(h))
 }
 
 /// `acquireWithinToCell(handle, budgetMs)`: `acquireWithin`, answered as `acquireToCell` is.
@@ -119,13 +132,7 @@ unsafe extern "C" fn acquire_within_to_cell_cb(
     let Some([h, b]) = numbers::<2>(env, info) else {
         return ptr::null_mut();
     };
-    match std::panic::catch_unwind(|| acquire_within_impl(h, b)) {
-        Ok(x) => {
-            answer(x);
-            ptr::null_mut()
-        }
-        Err(e) => panicked(env, e),
-    }
+    respond(env, TO_CELL, || acquire_within_impl(h, b))
 }
 
 /// `acquireWithin(handle, budgetMs)`: acquire for a call with a deadline `budgetMs` away.
@@ -136,10 +143,7 @@ unsafe extern "C" fn acquire_within_cb(
     let Some([h, b]) = numbers::<2>(env, info) else {
         return ptr::null_mut();
     };
-    match std::panic::catch_unwind(|| acquire_within_impl(h, b)) {
-        Ok(x) => number(env, x),
-        Err(e) => panicked(env, e),
-    }
+    respond(env, RETURNED, || acquire_within_impl(h, b))
 }
 
 /// `settle(handle, permit, verdict)`: see engines.rs for the codes.
@@ -150,10 +154,7 @@ unsafe extern "C" fn settle_cb(
     let Some([h, p, v]) = numbers::<3>(env, info) else {
         return ptr::null_mut();
     };
-    match std::panic::catch_unwind(|| settle_impl(h, p, v)) {
-        Ok(x) => number(env, x),
-        Err(e) => panicked(env, e),
-    }
+    respond(env, RETURNED, || settle_impl(h, p, v))
 }
 
 unsafe extern "C" fn clear_clock_cell(_arg: *mut c_void) {

@@ -145,19 +145,22 @@ test('a short window holds a charge 100 ms past its end in Redis too: another pr
 
 test('a 429 seen by one process cools the others down through the store', async () => {
   const [a, b] = [await ioredis(), await ioredis()]
-  const opts = (c) => ({ quota: { requests: 100, windowMs: 60_000, pace: true }, quotaStore: redisQuotaStore(c, { prefix: 'test-cool' }) })
+  // The lease may take its time on a busy machine: this test is about what it carries.
+  const opts = (c) => ({ quota: { requests: 100, windowMs: 60_000, pace: true }, quotaStore: redisQuotaStore(c, { prefix: 'test-cool', timeoutMs: 5000 }) })
   const [x, y] = [new Resilix(opts(a)), new Resilix(opts(b))]
   try {
     await y.execute(() => 1, { key: 'k' })
-    const refused = { status: 429, headers: { 'retry-after-ms': '1500' } }
+    const refused = { status: 429, headers: { 'retry-after-ms': '8000' } }
     await x.execute(() => refused, { key: 'k' })
     assert.ok(x.stats('k').quota.coolingMs > 1000)
     // y learns it with its next lease: its lease runs out within a bucket (a second).
     await sleep(1100)
     const t0 = Date.now()
-    const err = await y.execute(() => 1, { key: 'k', timeoutMs: 200 }).catch((e) => e)
+    const err = await y.execute(() => 1, { key: 'k', timeoutMs: 3000 }).catch((e) => e)
     assert.ok(isRejectedError(err) && err.reason === 'quota', String(err))
-    assert.ok(Date.now() - t0 < 150, 'refused at once: the cooldown outlasts its deadline')
+    // About 7 s of cooldown are left against a 3 s deadline: refused when the lease answers, not
+    // at the deadline (a loaded machine has been seen to take over 150 ms for that lease).
+    assert.ok(Date.now() - t0 < 2000, `refused at once: the cooldown outlasts its deadline (${Date.now() - t0} ms)`)
     assert.ok(y.stats('k').quota.coolingMs > 0)
     assert.equal(y.stats('k').quota.cooldowns, 1)
   } finally {

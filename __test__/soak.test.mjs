@@ -51,10 +51,11 @@ test(`soak: ${CALLS} calls at 10 000 concurrency, 5 % hostile, leave nothing in 
   // RSS over the second half in some runs and 0.7 MB in others, with the same engine bytes; ADR
   // 0603). Every dropped instance's engine is gone, and what the live ones hold did not grow.
   assert.equal(r.liveEngines, 3, 'only the three kept instances have an engine')
-  // The kept instances' permit slabs grow with their limits (at most maxLimit a key), which a
-  // batch that waits instead of being shed lets rise: 1 MiB over 1 000 000 calls still catches
-  // a leak of 2 bytes a call.
-  assert.ok(r.engineGrowth < 1024 * 1024, `the addon's heap grew ${(r.engineGrowth / 1024).toFixed(0)} KiB after the warm-up`)
-  assert.ok(r.engineGrowth2 < 1024 * 1024, `the addon's heap grew ${(r.engineGrowth2 / 1024).toFixed(0)} KiB over the second half`)
+  // The kept instances' permit slabs grow with their limits (at most maxLimit a key; about 200
+  // KiB for these 20 keys at 150). Measured after the warm-up: 12 KiB on Node 24, where keeping
+  // engines inline in the engine list let it grow by 0.9-2.1 MiB with the dropped instances'
+  // peak (ADR 1225). 512 KiB over 1 000 000 calls catches a leak of half a byte a call.
+  assert.ok(r.engineGrowth < 512 * 1024, `the addon's heap grew ${(r.engineGrowth / 1024).toFixed(0)} KiB after the warm-up`)
+  assert.ok(r.engineGrowth2 < 512 * 1024, `the addon's heap grew ${(r.engineGrowth2 / 1024).toFixed(0)} KiB over the second half`)
   t.diagnostic(`soak: ${r.calls} calls in ${(r.ms / 1000).toFixed(1)} s, ${r.ran} ran, ${r.counts.hostile} hostile answers, ${r.never} stuck, ${r.permits} dropped permits, ${r.freshInstances} dropped instances; JS heap ${(r.heapGrowth / 1024).toFixed(0)} KiB and addon heap ${(r.engineGrowth / 1024).toFixed(0)} KiB after the warm-up (RSS outside V8 ${(r.nativeGrowth2 / 1024).toFixed(0)} KiB over the second half, not judged); ${JSON.stringify(r.reasons)}`)
 })

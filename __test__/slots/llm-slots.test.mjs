@@ -72,9 +72,12 @@ const goal = {
     f.meanLimitLastHalf >= 0.75 * slots && f.meanLimitLastHalf <= 1.5 * slots,
     `${f.meanLimitLastHalf}`,
   ],
+  // A first token reaches the limiter when this process's event loop runs, and ten runs share
+  // it: its p99 delay is added to what the unloaded TTFT (taken with the loop idle) allows. What
+  // the goal catches, a baseline that took in a wait for a slot, is a stream length (ADR 1221).
   baseline: (f) => [
-    `baselineMs at the end within 2 × the unloaded TTFT (${f.baselineMs} ms; TTFT ${f.unloadedTtftMs} ms)`,
-    f.baselineMs > 0 && f.baselineMs <= 2 * f.unloadedTtftMs,
+    `baselineMs at the end within 2 × the unloaded TTFT and the event loop's p99 delay (${f.baselineMs} ms; TTFT ${f.unloadedTtftMs} ms, loop p99 ${f.eventLoopDelayP99Ms} ms)`,
+    f.baselineMs > 0 && f.baselineMs <= 2 * f.unloadedTtftMs + f.eventLoopDelayP99Ms,
     `${f.baselineMs} ms`,
   ],
   // The first burst is admitted before any stream has ended, when nothing can tell G slots
@@ -197,7 +200,7 @@ describe('a self-hosted LLM server\'s generation slots, 60 s runs at once, defau
   for (const [slots, consumers] of SHAPES) {
     for (const [pattern, how] of PATTERNS) {
       const name = `${slots} slots, ${consumers} consumers, ${pattern}`
-      test(`${name}: ${how}: the limit within 0.75–1.5 × the slots, baselineMs within 2 × the unloaded TTFT, no timeout after admission past the first burst, refused up front, the breaker closed`, TIMEOUT, async (t) => {
+      test(`${name}: ${how}: the limit within 0.75–1.5 × the slots, baselineMs within 2 × the unloaded TTFT plus the loop delay, no timeout after admission past the first burst, refused up front, the breaker closed`, TIMEOUT, async (t) => {
         holds(await slotsRun(t, name, { slots, consumers, pattern, goals: LIMIT_GOALS }))
       })
     }

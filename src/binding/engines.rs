@@ -16,7 +16,9 @@ const KEY_SPAN: f64 = (1u64 << KEY_BITS) as f64;
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
 thread_local! {
-    static ENGINES: RefCell<Vec<Option<Engine>>> = const { RefCell::new(Vec::new()) };
+    /// Boxed: the list keeps as many slots as engines were ever live at once, and an engine
+    /// inline is 608 bytes, so 3 000 instances made and dropped left 2.4 MiB behind (ADR 1225).
+    static ENGINES: RefCell<Vec<Option<Box<Engine>>>> = const { RefCell::new(Vec::new()) };
 }
 
 pub(crate) use super::clock::now;
@@ -123,12 +125,12 @@ pub fn create_engine(env: Env, options: NativeOptions, seed: Option<f64>) -> Res
     ENGINES.with(|cell| {
         let mut engines = cell.borrow_mut();
         let id = if let Some(i) = engines.iter().position(Option::is_none) {
-            engines[i] = Some(engine);
+            engines[i] = Some(Box::new(engine));
             i
         } else if engines.len() >= MAX_ENGINES {
             return Ok(TOO_MANY_ENGINES);
         } else {
-            engines.push(Some(engine));
+            engines.push(Some(Box::new(engine)));
             engines.len() - 1
         };
         let _ = env.adjust_external_memory(ENGINE_BYTES);

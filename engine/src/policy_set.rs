@@ -539,43 +539,6 @@ impl PolicySet {
         }
     }
 
-    /// What the breaker reads of a call that ends with `verdict` after `duration_ns` (its first
-    /// byte after `latency_ns`): the verdict it counts and the latency it judges slow or not.
-    fn breaker_reads(
-        &self,
-        slot: &PermitSlot,
-        verdict: Verdict,
-        duration_ns: u64,
-        latency_ns: u64,
-    ) -> (Verdict, u64) {
-        let Some(b) = &self.breaker else {
-            return (verdict, latency_ns);
-        };
-        // A call that waited in our own queue and then ran out of deadline after its
-        // response had started, or before the upstream could even be slow, spent its
-        // deadline with us: no evidence against the upstream (ADR 0114).
-        let ours = verdict == Verdict::Timeout
-            && slot.waited
-            && (slot.mark != 0 || duration_ns < b.slow_call_ns());
-        // Before the limit has been learnt from one window, a slow call may only have
-        // queued at the upstream behind our own first burst (streams queued for a
-        // generation slot): no evidence of a slow upstream (ADR 0116). Nor is such a call
-        // that ran out of deadline while counted queued there (ADR 1222).
-        let sized = self.limiter.as_ref().is_none_or(|l| l.algorithm().sized());
-        let queued_there = verdict == Verdict::Timeout && slot.late && slot.mark == 0 && !sized;
-        let seen = if ours || queued_there {
-            Verdict::Cancelled
-        } else {
-            verdict
-        };
-        let latency_ns = if sized {
-            latency_ns
-        } else {
-            latency_ns.min(b.slow_call_ns().saturating_sub(1))
-        };
-        (seen, latency_ns)
-    }
-
     /// Whether settling the live permit `id` with `verdict` at `now` would open the breaker
     /// (a copy of it is told; nothing changes). False for a stale permit or no breaker.
     pub fn breaker_would_open(&self, id: u64, verdict: Verdict, now: Nanos) -> bool {
@@ -592,7 +555,14 @@ impl PolicySet {
         } else {
             duration_ns
         };
-        let (seen, latency_ns) = self.breaker_reads(slot, verdict, duration_ns, latency_ns);
+        let (seen, latency_ns) = breaker_reads(
+            b,
+            sized(&self.limiter),
+            slot,
+            verdict,
+            duration_ns,
+            latency_ns,
+        );
         let mut copy = b.clone();
         copy.on_result(end, seen, latency_ns, slot.probe_cycle);
         copy.state(end) == BreakerState::Open
@@ -630,11 +600,11 @@ impl PolicySet {
         if !verdict.is_ignored() {
             self.last_latency_ns = latency_ns;
         }
-        if self.breaker.is_some() {
-            let (seen, latency_ns) = self.breaker_reads(&slot, verdict, duration_ns, latency_ns);
-            if let Some(b) = &mut self.breaker {
-                b.on_result(end, seen, latency_ns, slot.probe_cycle);
-            }
+        if let Some(b) = &mut self.breaker {
+            let sized = sized(&self.limiter);
+            let (seen, latency_ns) =
+                breaker_reads(b, sized, &slot, verdict, duration_ns, latency_ns);
+            b.on_result(end, seen, latency_ns, slot.probe_cycle);
         }
         if let Some(b) = &mut self.bulkhead {
             b.release();
@@ -790,4 +760,46 @@ impl PolicySet {
             + self.throttle.heap_bytes()
             + self.quota.as_ref().map_or(0, |q| q.heap_bytes())
     }
+}
+
+/// What the breaker `b` reads of a call that ends with `verdict` after `duration_ns` (its first
+/// byte after `latency_ns`): the verdict it counts and the latency it judges slow or not.
+/// `sized`: the key's limit has been learnt from a window, or is not adaptive.
+fn breaker_reads(
+    b: &Breaker,
+    sized: bool,
+    slot: &PermitSlot,
+    verdict: Verdict,
+    duration_ns: u64,
+    latency_ns: u64,
+) -> (Verdict, u64) {
+    // A call that waited in our own queue and then ran out of deadline after its response had
+    // started, or before the upstream could even be slow, spent its deadline with us: no
+    // evidence against the upstream (ADR 0114).
+    let ours = verdict == Verdict::Timeout
+        && slot.waited
+        && (slot.mark != 0 || duration_ns < b.slow_call_ns());
+    // Before the limit has been learnt from one window, a slow call may only have queued at the
+    // upstream behind our own first burst (streams queued for a generation slot): no evidence
+    // of a slow upstream (ADR 0116). Nor is such a call that ran out of deadline while counted
+    // queued there (ADR 1222).
+    let queued_there = verdict == Verdict::Timeout && slot.late && slot.mark == 0 && !sized;
+    let seen = if ours || queued_there {
+        Verdict::Cancelled
+    } else {
+        verdict
+    };
+    let latency_ns = if sized {
+        latency_ns
+    } else {
+        latency_ns.min(b.slow_call_ns().saturating_sub(1))
+    };
+    (seen, latency_ns)
+}
+
+/// Whether the limiter's limit has been learnt from a window (always, with no limiter or a
+/// fixed one): before, the breaker discounts slow calls (ADR 0116).
+#[inline]
+fn sized(limiter: &Option<Limiter>) -> bool {
+    limiter.as_ref().is_none_or(|l| l.algorithm().sized())
 }

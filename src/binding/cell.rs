@@ -21,16 +21,10 @@ thread_local! {
     pub(super) static CLOCK_REF: Cell<sys::napi_ref> = const { Cell::new(ptr::null_mut()) };
 }
 
+/// Writes the engine clock `t` (ms) to `slot::NOW`.
 #[inline]
 pub(super) fn publish(t: Nanos) {
-    CLOCK_CELL.with(|c| {
-        let p = c.get();
-        if !p.is_null() {
-            // SAFETY: p points into an ArrayBuffer kept alive by a strong reference until the
-            // environment's cleanup hook nulls the cell.
-            unsafe { *p.add(slot::NOW) = t as f64 * 1e-6 }
-        }
-    });
+    set_cell(slot::NOW, t as f64 * 1e-6);
 }
 
 /// The clock cell's elements by name, the only place their positions are written; JS reads
@@ -67,7 +61,7 @@ pub(super) mod slot {
 pub(super) fn cell(i: usize) -> f64 {
     CLOCK_CELL.with(|c| {
         let p = c.get();
-        // SAFETY: as in `publish`; `i` is below slot::LEN.
+        // SAFETY: as in `set_cell`; `i` is below slot::LEN.
         if p.is_null() || i >= slot::LEN {
             0.0
         } else {
@@ -77,12 +71,14 @@ pub(super) fn cell(i: usize) -> f64 {
 }
 
 /// Writes `x` at element `i` of the clock cell (nothing before the module is initialised).
-#[inline]
+/// Always inlined: on the call path `i` is a constant and its bound check folds away.
+#[inline(always)]
 pub(super) fn set_cell(i: usize, x: f64) {
     CLOCK_CELL.with(|c| {
         let p = c.get();
         if !p.is_null() && i < slot::LEN {
-            // SAFETY: as in `publish`; `i` is below slot::LEN.
+            // SAFETY: p points into an ArrayBuffer kept alive by a strong reference until the
+            // environment's cleanup hook nulls the cell; `i` is below slot::LEN.
             unsafe { *p.add(i) = x }
         }
     });
@@ -99,7 +95,7 @@ pub(super) fn publish_ready(t: Nanos) {
 pub(super) fn stalled_at(t: Nanos) -> bool {
     CLOCK_CELL.with(|c| {
         let p = c.get();
-        // SAFETY: as in `publish`; STALLED_FROM is below slot::LEN.
+        // SAFETY: as in `set_cell`; STALLED_FROM is below slot::LEN.
         !p.is_null() && t as f64 * 1e-6 >= unsafe { *p.add(slot::STALLED_FROM) }
     })
 }
@@ -107,13 +103,7 @@ pub(super) fn stalled_at(t: Nanos) -> bool {
 /// Writes `x` to the clock cell's element `slot::ANSWER`.
 #[inline]
 pub(super) fn answer(x: f64) {
-    CLOCK_CELL.with(|c| {
-        let p = c.get();
-        if !p.is_null() {
-            // SAFETY: as in `publish`; slot::ANSWER is below slot::LEN.
-            unsafe { *p.add(slot::ANSWER) = x }
-        }
-    });
+    set_cell(slot::ANSWER, x);
 }
 
 /// A call's deadline in ms as the engine's budget in ns; none finite and positive: no deadline.

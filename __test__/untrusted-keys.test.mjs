@@ -3,20 +3,14 @@
 // a child with --expose-gc so that the heaps are measured after full collections.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { childJson } from './helpers.mjs'
 
 const script = fileURLToPath(new URL('./fixtures/key-flood.cjs', import.meta.url))
 const MB = 1024 * 1024
 
 test('untrusted keys: 2 000 000 distinct keys leave ≤ 1000 alive, never evict a busy key, memory flat', async (t) => {
-  const out = await new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--expose-gc', script, '2000000', '200000'], { timeout: 120_000 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${err.message}\n${stderr}`))
-      else resolve(stdout)
-    })
-  })
-  const r = JSON.parse(out.trim().split('\n').at(-1))
+  const r = await childJson(['--expose-gc', script, '2000000', '200000'], { timeout: 120_000 })
   assert.equal(r.total, 2_000_000)
   assert.ok(r.maxAlive <= 1000 && r.alive <= 1000, `alive ${r.alive}, max ${r.maxAlive}`)
   assert.ok(r.maxCache <= 1000 && r.cache <= 1000, `JS key cache ${r.cache}, max ${r.maxCache}`)

@@ -601,9 +601,14 @@ impl PolicySet {
             self.last_latency_ns = latency_ns;
         }
         if let Some(b) = &mut self.breaker {
-            let sized = sized(&self.limiter);
-            let (seen, latency_ns) =
-                breaker_reads(b, sized, &slot, verdict, duration_ns, latency_ns);
+            let (seen, latency_ns) = breaker_reads(
+                b,
+                sized(&self.limiter),
+                &slot,
+                verdict,
+                duration_ns,
+                latency_ns,
+            );
             b.on_result(end, seen, latency_ns, slot.probe_cycle);
         }
         if let Some(b) = &mut self.bulkhead {

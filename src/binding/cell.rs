@@ -21,7 +21,7 @@ thread_local! {
     pub(super) static CLOCK_REF: Cell<sys::napi_ref> = const { Cell::new(ptr::null_mut()) };
 }
 
-/// Writes the engine clock `t` (ms) to `slot::NOW`.
+/// Writes the engine clock `t` (ns) to `slot::NOW`, in ms.
 #[inline]
 pub(super) fn publish(t: Nanos) {
     set_cell(slot::NOW, t as f64 * 1e-6);
